@@ -1,0 +1,1 @@
+"""Real math datasets into the one `Problem` format."""

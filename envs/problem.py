@@ -1,0 +1,163 @@
+"""The one record that crosses folders: a math problem with its gold answer.
+
+`datasets_prep` writes `Problem` records, the environments read them, the trainer
+carries them. On disk a problem is one JSON object (jsonl) or one row (parquet) with
+the fields `id`, `prompt`, `answer`, `source` and `meta` (an object).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+FIELDS = ("id", "prompt", "answer", "source", "meta")
+
+
+class ProblemFileError(ValueError):
+    """A problem file that cannot be read; the message names file, row and field."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One math problem.
+
+    Attributes:
+        id: Stable identifier, unique within a dataset (e.g. ``"gsm8k/test/17"``).
+        prompt: The bare problem statement, without any instruction template.
+        answer: The gold final answer as a string (``"25"``, ``"\\frac{3}{4}"``).
+        source: Where it came from (``"gsm8k"``, ``"math500"``, ``"gen/linear"``...).
+        meta: Free-form extra data (level, subject, original ids, worked solution).
+            It takes no part in equality or hashing.
+    """
+
+    id: str
+    prompt: str
+    answer: str
+    source: str
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("id", "prompt", "answer", "source"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"Problem.{name} must be a str, got {type(value).__name__}: {value!r:.80}"
+                )
+        if not isinstance(self.meta, dict):
+            raise TypeError(f"Problem.meta must be a dict, got {type(self.meta).__name__}")
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.prompt, self.answer, self.source))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "prompt": self.prompt,
+            "answer": self.answer,
+            "source": self.source,
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any], *, where: str = "row") -> Problem:
+        """Build a problem from a mapping; errors name `where` (file and line) and the field."""
+        if not isinstance(row, Mapping):
+            raise ProblemFileError(f"{where}: expected an object, got {type(row).__name__}")
+        values: dict[str, Any] = {}
+        for name in ("id", "prompt", "answer", "source"):
+            if name not in row or row[name] is None:
+                raise ProblemFileError(f"{where}: missing field {name!r}")
+            value = row[name]
+            if not isinstance(value, str):
+                raise ProblemFileError(
+                    f"{where}: field {name!r} must be a string, got {type(value).__name__}"
+                )
+            values[name] = value
+        meta = row.get("meta") or {}
+        if isinstance(meta, str):  # parquet writers store meta as a JSON string
+            try:
+                meta = json.loads(meta)
+            except json.JSONDecodeError as exc:
+                raise ProblemFileError(f"{where}: field 'meta' is not valid JSON: {exc}") from None
+        if not isinstance(meta, dict):
+            raise ProblemFileError(
+                f"{where}: field 'meta' must be an object, got {type(meta).__name__}"
+            )
+        return cls(meta=meta, **values)
+
+
+def read_problems(path: str | os.PathLike) -> list[Problem]:
+    """Read problems from a ``.jsonl`` or ``.parquet`` file written by ``verimath prep``."""
+    return list(iter_problems(path))
+
+
+def iter_problems(path: str | os.PathLike) -> Iterator[Problem]:
+    path = os.fspath(path)
+    if path.endswith(".parquet"):
+        yield from _iter_parquet(path)
+    elif path.endswith((".jsonl", ".json")):
+        yield from _iter_jsonl(path)
+    else:
+        raise ProblemFileError(f"{path}: unknown problem file type (expected .jsonl or .parquet)")
+
+
+def write_problems(problems: Iterable[Problem], path: str | os.PathLike) -> int:
+    """Write problems atomically (temp file, then rename); the format follows the suffix."""
+    path = os.fspath(path)
+    problems = list(problems)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        if path.endswith(".parquet"):
+            _write_parquet(problems, tmp)
+        elif path.endswith(".jsonl"):
+            with open(tmp, "w", encoding="utf-8") as f:
+                for p in problems:
+                    f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+        else:
+            raise ProblemFileError(f"{path}: unknown output type (expected .jsonl or .parquet)")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return len(problems)
+
+
+def _iter_jsonl(path: str) -> Iterator[Problem]:
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ProblemFileError(f"{where}: invalid JSON ({exc.msg})") from None
+            yield Problem.from_dict(row, where=where)
+
+
+def _import_pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise ImportError(
+            "parquet files need pyarrow: pip install 'verimath[data]' (or pyarrow)"
+        ) from None
+    return pyarrow
+
+
+def _iter_parquet(path: str) -> Iterator[Problem]:
+    pa = _import_pyarrow()
+    table = pa.parquet.read_table(path)
+    for i, row in enumerate(table.to_pylist()):
+        yield Problem.from_dict(row, where=f"{path}: row {i}")
+
+
+def _write_parquet(problems: list[Problem], path: str) -> None:
+    pa = _import_pyarrow()
+    columns = {name: [getattr(p, name) for p in problems] for name in FIELDS[:4]}
+    columns["meta"] = [json.dumps(p.meta, ensure_ascii=False) for p in problems]
+    pa.parquet.write_table(pa.table(columns), path)

@@ -1,0 +1,27 @@
+"""Rule-based rewards for math RL: answer extraction, equivalence, DAPO's overlong shaping,
+and fast batch scoring. Imports without torch.
+
+Public API (stable names):
+    extract_answer, is_equivalent, correctness_reward, score, overlong_penalty,
+    score_batch, BatchScores, ScoringPool, make_trl_reward, compute_score
+"""
+
+from verimath.rewards.adapters import compute_score, make_trl_reward
+from verimath.rewards.batch import BatchScores, ScoringPool, score_batch
+from verimath.rewards.correctness import correctness_reward, score
+from verimath.rewards.equivalence import is_equivalent
+from verimath.rewards.extract import extract_answer
+from verimath.rewards.overlong import overlong_penalty
+
+__all__ = [
+    "BatchScores",
+    "ScoringPool",
+    "compute_score",
+    "correctness_reward",
+    "extract_answer",
+    "is_equivalent",
+    "make_trl_reward",
+    "overlong_penalty",
+    "score",
+    "score_batch",
+]

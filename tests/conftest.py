@@ -1,0 +1,21 @@
+"""Shared fixtures. Real datasets are read from ../shared/data or $VERIMATH_DATA_DIR."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The directory of real datasets (gsm8k/, math500/, aime24/, aime25/, dapo_math_17k/)."""
+    if not (DATA_DIR / "gsm8k").is_dir():
+        pytest.skip(
+            f"real datasets not found at {DATA_DIR}; set VERIMATH_DATA_DIR to a copy of shared/data"
+        )
+    return DATA_DIR

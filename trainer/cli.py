@@ -1,0 +1,47 @@
+"""The `verimath` command: one entry point, subcommands from each part of the package.
+
+Each subcommand lives beside the code it drives and provides ``add_arguments(parser)``
+and ``main(args) -> int``; modules import heavy dependencies (torch) inside ``main`` so
+that ``verimath score --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMANDS = {
+    "score": ("verimath.rewards.cli", "score a jsonl file of responses against gold answers"),
+    "prep": ("verimath.datasets_prep.cli", "convert a math dataset into verimath problems"),
+    "train": ("verimath.trainer.train_cli", "train a model with DAPO (default: tiny CPU run)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verimath", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue  # that part is not written yet
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(sp)
+        sp.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return int(args._module.main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
