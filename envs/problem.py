@@ -95,6 +95,11 @@ def read_problems(path: str | os.PathLike) -> list[Problem]:
 
 
 def iter_problems(path: str | os.PathLike) -> Iterator[Problem]:
+    """Yield problems one at a time from a ``.jsonl`` (``.json`` lines) or ``.parquet`` file.
+
+    Blank lines are skipped. A broken line or row raises `ProblemFileError` naming the
+    file, the 1-based line (jsonl) or 0-based row (parquet) and the field.
+    """
     path = os.fspath(path)
     if path.endswith(".parquet"):
         yield from _iter_parquet(path)

@@ -1,0 +1,54 @@
+"""The problem file format (envs/problem.py) as `verimath prep` writes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from verimath.envs.problem import Problem, ProblemFileError, read_problems, write_problems
+
+meta_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+problems = st.builds(Problem, id=st.text(max_size=20), prompt=st.text(max_size=80),
+                     answer=st.text(max_size=20), source=st.text(max_size=10),
+                     meta=st.dictionaries(st.text(max_size=8), meta_values, max_size=4))
+
+
+@given(st.lists(problems, max_size=8))
+@settings(max_examples=40, deadline=None)
+def test_jsonl_round_trip_of_any_text(tmp_path_factory, items):
+    path = tmp_path_factory.mktemp("rt") / "p.jsonl"
+    write_problems(items, path)
+    back = read_problems(path)
+    assert back == items and [p.meta for p in back] == [p.meta for p in items]
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern"),
+    [
+        ('{"id": "a", "prompt": "p", "answer": "1"}', "missing field 'source'"),
+        ('{"id": "a", "prompt": "p", "answer": 1, "source": "s"}', "field 'answer' must be a string"),
+        ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": "{x"}', "'meta' is not valid JSON"),
+        ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": [1]}', "'meta' must be an object"),
+        ('{"id": "a", "prompt": "p"', "invalid JSON"),
+    ],
+)
+def test_broken_problem_files_name_file_and_line(tmp_path, line, pattern):
+    path = tmp_path / "p.jsonl"
+    good = json.dumps({"id": "x", "prompt": "p", "answer": "1", "source": "s"})
+    path.write_text(good + "\n\n" + line + "\n")
+    with pytest.raises(ProblemFileError, match=rf"^{path}:3: .*{pattern}"):
+        read_problems(path)
+
+
+def test_unknown_suffixes_are_refused(tmp_path):
+    with pytest.raises(ProblemFileError, match="expected .jsonl or .parquet"):
+        write_problems([], tmp_path / "p.csv")
+    with pytest.raises(ProblemFileError, match="unknown problem file type"):
+        read_problems(tmp_path / "p.csv")
+    assert list(tmp_path.iterdir()) == []
