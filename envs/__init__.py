@@ -1,5 +1,44 @@
-"""Gymnasium math environments. Imports without torch."""
+"""Gymnasium math environments. Imports without torch.
 
+Public API:
+    Problem, ProblemFileError, read_problems, write_problems   the problem record and files
+    FAMILIES, generate, problem_stream, make_mixed             procedural generators
+    format_prompt, TEMPLATES                                   prompt templates
+    MathEnv, Response, RewardSpec                              the environment
+    make_group_env, GroupVectorEnv                             P x G episode groups
+    check_math_env, MathEnvCheckError                          contract checks
+    ENV_IDS                                                    registered Gymnasium ids
+Importing this package registers ``verimath/<Family>-v0`` and ``verimath/Dataset-v0``.
+"""
+
+from verimath.envs.checks import MathEnvCheckError, check_math_env
+from verimath.envs.generators import FAMILIES, generate, make_mixed, problem_stream
+from verimath.envs.group import GroupVectorEnv, make_group_env
+from verimath.envs.math_env import MathEnv
 from verimath.envs.problem import Problem, ProblemFileError, read_problems, write_problems
+from verimath.envs.registration import ENV_IDS, register_envs
+from verimath.envs.scoring import Response, RewardSpec
+from verimath.envs.templates import TEMPLATES, format_prompt
 
-__all__ = ["Problem", "ProblemFileError", "read_problems", "write_problems"]
+register_envs()
+
+__all__ = [
+    "ENV_IDS",
+    "FAMILIES",
+    "GroupVectorEnv",
+    "MathEnv",
+    "MathEnvCheckError",
+    "Problem",
+    "ProblemFileError",
+    "Response",
+    "RewardSpec",
+    "TEMPLATES",
+    "check_math_env",
+    "format_prompt",
+    "generate",
+    "make_group_env",
+    "make_mixed",
+    "problem_stream",
+    "read_problems",
+    "write_problems",
+]

@@ -7,11 +7,12 @@ Public API (stable names):
 """
 
 from verimath.rewards.adapters import compute_score, make_trl_reward
-from verimath.rewards.batch import BatchScores, ScoringPool, score_batch
+from verimath.rewards.batch import BatchScores, score_batch
 from verimath.rewards.correctness import correctness_reward, score
 from verimath.rewards.equivalence import is_equivalent
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
+from verimath.rewards.pool import ScoringPool
 
 __all__ = [
     "BatchScores",

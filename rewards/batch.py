@@ -1,51 +1,176 @@
-"""Batch scoring. PLACEHOLDER sequential version; the process pool comes with the rewards work."""
+"""Batch scoring: thousands of responses in one call, the way an RL step needs them.
+
+``score_batch`` gives each response the DAPO reward ``correctness + overlong penalty``:
+
+1. extract the final answer of every response (``extract_answer``, in the caller);
+2. deduplicate identical ``(extracted, gold)`` pairs (the 16 samples of one prompt often agree);
+3. settle each unique pair with the cheap exact path (``fast_verdict``) in the caller;
+4. send only the undecided pairs to a ``ScoringPool`` of worker processes, each item under a
+   hard wall-clock ``timeout`` (a timeout counts as incorrect and is flagged in ``timed_out``);
+5. add the soft overlong penalty when ``lengths`` are given (see ``overlong_penalty``).
+
+A missing answer is incorrect (-1). There is no partial credit.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from verimath.rewards.equivalence import is_equivalent
+from verimath.rewards.equivalence import MODES, fast_verdict
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
+from verimath.rewards.pool import ScoringPool, default_pool
+
+__all__ = ["BatchScores", "ScoringPool", "score_batch", "score_with_pool"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BatchScores:
+    """Scores of a batch, index-aligned with the input responses (arrays are read-only).
+
+    Attributes:
+        correct: (N,) bool, the extracted answer is equivalent to the gold.
+        correctness: (N,) float64, +1.0 where correct else -1.0.
+        penalty: (N,) float64 in [-1, 0], soft overlong penalty (zeros without lengths).
+        reward: (N,) float64, ``correctness + penalty``.
+        timed_out: (N,) bool, symbolic verification ran out of time (counted incorrect).
+        extracted: list of N extracted answers (None where no answer was found).
+    """
+
     correct: np.ndarray
     correctness: np.ndarray
     penalty: np.ndarray
     reward: np.ndarray
     timed_out: np.ndarray
-    extracted: list
+    extracted: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.extracted)
+
+    @property
+    def accuracy(self) -> float:
+        """Fraction of correct responses (nan for an empty batch)."""
+        return float(self.correct.mean()) if len(self) else float("nan")
 
 
-class ScoringPool:
-    def __init__(self, workers=None):
-        self.workers = workers
+def score_batch(
+    responses: Sequence[str],
+    golds: Sequence[str],
+    *,
+    lengths=None,
+    max_length: float | None = None,
+    cache_length: float | None = None,
+    style: str = "auto",
+    mode: str = "symbolic",
+    timeout: float = 5.0,
+    workers: int | None = None,
+) -> BatchScores:
+    """Score ``responses`` against ``golds`` (index-aligned); see the module docstring.
 
-    def score_batch(self, responses, golds, *, lengths=None, max_length=None, cache_length=None,
-                    style="auto", mode="symbolic", timeout=5.0):
-        extracted = [extract_answer(r, style=style) for r in responses]
-        correct = np.array([is_equivalent(e, g, mode=mode, timeout=timeout) for e, g in zip(extracted, golds)], dtype=bool)
-        correctness = np.where(correct, 1.0, -1.0)
-        penalty = np.zeros(len(responses))
-        if max_length is not None and lengths is not None:
-            penalty = overlong_penalty(np.asarray(lengths), max_length=max_length, cache_length=cache_length)
-        return BatchScores(correct, correctness, penalty, correctness + penalty, np.zeros(len(responses), bool), extracted)
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def score_batch(responses, golds, **kwargs):
-    workers = kwargs.pop("workers", None)
+    Args:
+        responses: model outputs (str).
+        golds: gold answers (str; ints and floats are converted with ``str``).
+        lengths: token counts of the responses, for the overlong penalty; needs
+            ``max_length`` and ``cache_length`` (and those need ``lengths``).
+        style: answer extraction style, ``"auto"``, ``"dapo"`` or ``"boxed"``.
+        mode: equivalence mode (see ``equivalence.MODES``): ``"symbolic"`` (exact path, then
+            math-verify in the pool), ``"integer"`` (DAPO's strict integer match) or
+            ``"string"`` (normalized strings); the last two never use the pool.
+        timeout: seconds of wall-clock time per undecided unique pair.
+        workers: None scores with the shared ``default_pool()`` (its processes start once and
+            are reused by later calls); an int starts a private pool of that many processes
+            for this call and closes it before returning.
+    """
+    kwargs = dict(
+        lengths=lengths, max_length=max_length, cache_length=cache_length,
+        style=style, mode=mode, timeout=timeout,
+    )
+    if workers is None:
+        return score_with_pool(default_pool(), responses, golds, **kwargs)
     with ScoringPool(workers) as pool:
-        return pool.score_batch(responses, golds, **kwargs)
+        return score_with_pool(pool, responses, golds, **kwargs)
+
+
+def score_with_pool(
+    pool: ScoringPool,
+    responses: Sequence[str],
+    golds: Sequence[str],
+    *,
+    lengths=None,
+    max_length: float | None = None,
+    cache_length: float | None = None,
+    style: str = "auto",
+    mode: str = "symbolic",
+    timeout: float = 5.0,
+) -> BatchScores:
+    """``score_batch`` on a given pool (also available as ``ScoringPool.score_batch``)."""
+    golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout)
+    extracted = [extract_answer(text, style=style) for text in responses]
+    verdicts = _unique_verdicts(pool, extracted, golds, mode=mode, timeout=timeout)
+    n = len(extracted)
+    correct = np.zeros(n, dtype=bool)
+    timed_out = np.zeros(n, dtype=bool)
+    for i, (pred, gold) in enumerate(zip(extracted, golds)):
+        if pred is not None:
+            correct[i], timed_out[i] = verdicts[(pred, gold)]
+    correctness = np.where(correct, 1.0, -1.0)
+    if lengths is None:
+        penalty = np.zeros(n, dtype=np.float64)
+    else:
+        penalty = overlong_penalty(lengths, max_length=max_length, cache_length=cache_length)
+    arrays = (correct, correctness, penalty, correctness + penalty, timed_out)
+    for arr in arrays:
+        arr.setflags(write=False)
+    return BatchScores(*arrays, extracted=extracted)
+
+
+def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float) -> dict:
+    """``(verdict, timed_out)`` for each unique ``(pred, gold)``: fast path here, rest in pool."""
+    verdicts: dict[tuple[str, str], tuple[bool, bool]] = {}
+    undecided: dict[tuple[str, str], None] = {}  # ordered set
+    for key in zip(extracted, golds):
+        if key[0] is None or key in verdicts or key in undecided:
+            continue
+        fast = fast_verdict(key[0], key[1], mode=mode)
+        if fast is None:
+            undecided[key] = None
+        else:
+            verdicts[key] = (bool(fast), False)
+    if undecided:
+        pairs = list(undecided)
+        verdicts.update(zip(pairs, pool.verify(pairs, timeout=timeout)))
+    return verdicts
+
+
+def _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout) -> list[str]:
+    """Validate arguments; return the golds as strings."""
+    if isinstance(responses, str) or isinstance(golds, str):
+        raise ValueError("responses and golds must be sequences of strings, not a single string")
+    if len(responses) != len(golds):
+        raise ValueError(f"got {len(responses)} responses but {len(golds)} golds; they must align")
+    for i, text in enumerate(responses):
+        if not isinstance(text, str):
+            raise ValueError(f"responses[{i}] is {type(text).__name__}, expected str")
+    clean = []
+    for i, gold in enumerate(golds):
+        if isinstance(gold, (int, float)) and not isinstance(gold, bool):
+            gold = str(gold)
+        if not isinstance(gold, str):
+            raise ValueError(f"golds[{i}] is {type(gold).__name__}, expected str")
+        clean.append(gold)
+    has_limits = (max_length is not None, cache_length is not None)
+    if lengths is not None and not all(has_limits):
+        raise ValueError("lengths were given without max_length and cache_length; pass both "
+                         "(DAPO: max_length=16384, cache_length=4096) or drop lengths")
+    if lengths is None and any(has_limits):
+        raise ValueError("max_length/cache_length were given without lengths; pass the token "
+                         "count of each response as lengths=")
+    if lengths is not None and len(lengths) != len(responses):
+        raise ValueError(f"got {len(lengths)} lengths for {len(responses)} responses")
+    if mode not in MODES:
+        raise ValueError(f"unknown equivalence mode {mode!r}; expected one of {MODES}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return clean

@@ -1,0 +1,144 @@
+"""Where an environment's problems come from: an endless generator stream or a fixed list.
+
+Sources are small stateful cursors owned by one env; every random choice uses the env's own
+``np_random`` (never the global RNG).
+
+Stream (a generator family or any ``(rng, level) -> Problem`` callable):
+    ``reset(seed=s)`` restarts at item 0 of stream ``s``; each later reset takes the next item,
+    so episode ``k`` after ``reset(seed=s)`` is ``generate(family, s, k, level)``. A first
+    reset without a seed draws the stream seed from the env's RNG.
+List (Problems in memory, or a ``.jsonl`` / ``.parquet`` file read on first use):
+    ``shuffle=True`` walks a fresh permutation each epoch (drawn from the env's RNG; a seeded
+    reset restarts with a permutation drawn from that seed); ``shuffle=False`` walks the file
+    in order and a seeded reset restarts at the first problem.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from verimath.envs.gen_common import check_level
+from verimath.envs.generators import generate, get_generator, make_mixed
+from verimath.envs.problem import Problem, read_problems
+
+
+class StreamSource:
+    """Endless problems ``generate(generator, stream_seed, index, level)``, index 0, 1, ..."""
+
+    is_random = True
+
+    def __init__(self, generator: Callable, level: int, name: str) -> None:
+        self.generator, self.level, self.name = generator, check_level(level, name), name
+        self.stream_seed: int | None = None
+        self.index = 0
+
+    def restart(self, seed: int, rng: np.random.Generator) -> None:
+        self.stream_seed, self.index = int(seed), 0
+
+    def next(self, rng: np.random.Generator) -> Problem:
+        if self.stream_seed is None:
+            self.stream_seed = int(rng.integers(0, 2**63 - 1))
+        problem = generate(self.generator, self.stream_seed, self.index, self.level,
+                           name=self.name)
+        self.index += 1
+        return problem
+
+    def state_dict(self) -> dict:
+        return {"stream_seed": self.stream_seed, "index": self.index}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.stream_seed, self.index = state["stream_seed"], int(state["index"])
+
+    def describe(self) -> str:
+        return f"{self.name} level {self.level}"
+
+
+class ListSource:
+    """A finite list of problems, walked in (optionally shuffled) epochs."""
+
+    def __init__(self, problems: Sequence[Problem] | None = None, path: str | None = None,
+                 shuffle: bool = True) -> None:
+        self.path = path
+        self.problems = None if problems is None else _check_problems(problems)
+        self.is_random = bool(shuffle)
+        self.order: np.ndarray | None = None
+        self.pos = 0
+
+    def _loaded(self) -> list[Problem]:
+        if self.problems is None:  # read lazily: no I/O in the env constructor
+            self.problems = _check_problems(read_problems(self.path), where=self.path)
+        return self.problems
+
+    def restart(self, seed: int | None, rng: np.random.Generator) -> None:
+        n = len(self._loaded())
+        self.order = rng.permutation(n) if self.is_random else np.arange(n)
+        self.pos = 0
+
+    def next(self, rng: np.random.Generator) -> Problem:
+        if self.order is None or self.pos >= len(self.order):
+            self.restart(None, rng)
+        problem = self._loaded()[int(self.order[self.pos])]
+        self.pos += 1
+        return problem
+
+    def state_dict(self) -> dict:
+        order = None if self.order is None else self.order.tolist()
+        return {"order": order, "pos": self.pos}
+
+    def load_state_dict(self, state: dict) -> None:
+        order = state["order"]
+        self.order = None if order is None else np.asarray(order, dtype=np.int64)
+        self.pos = int(state["pos"])
+
+    def describe(self) -> str:
+        return self.path or f"{len(self._loaded())} problems"
+
+
+def _check_problems(problems: Sequence[Any], where: str = "problems") -> list[Problem]:
+    problems = list(problems)
+    if not problems:
+        raise ValueError(f"{where}: no problems to serve (the list or file is empty)")
+    for i, p in enumerate(problems):
+        if not isinstance(p, Problem):
+            raise TypeError(f"{where}[{i}] must be a verimath.envs.Problem, got "
+                            f"{type(p).__name__}")
+    return problems
+
+
+def make_source(*, family: str | None = None, level: int | None = None,
+                weights: dict | None = None, generator: Callable | None = None,
+                problems: Sequence[Problem] | None = None,
+                path: str | os.PathLike | None = None, shuffle: bool = True):
+    """The source for exactly one of `family`, `generator`, `problems` or `path`."""
+    given = [name for name, value in (("family", family), ("generator", generator),
+                                      ("problems", problems), ("path", path)) if value is not None]
+    if len(given) != 1:
+        raise ValueError(
+            "give exactly one problem source: family='Arithmetic' (a generator family), "
+            "generator=fn (rng, level) -> Problem, problems=[Problem, ...] or "
+            f"path='problems.jsonl'; got {given or 'none'}"
+        )
+    if weights is not None and family != "Mixed":
+        raise ValueError(f"weights= only applies to family='Mixed', not {given[0]}={family!r}")
+    if level is not None and given[0] in ("problems", "path"):
+        raise ValueError(f"level= applies to generated problems, not to {given[0]}=; filter "
+                         "the file by level when preparing it instead")
+    level = 1 if level is None else level
+    if family is not None:
+        gen = make_mixed(weights) if weights is not None else get_generator(family)
+        return StreamSource(gen, level, family)
+    if generator is not None:
+        if not callable(generator):
+            raise TypeError(f"generator must be callable (rng, level) -> Problem, got "
+                            f"{type(generator).__name__}")
+        return StreamSource(generator, level, getattr(generator, "__name__", "custom"))
+    if path is not None:
+        path = os.fspath(path)
+        if not path.endswith((".jsonl", ".json", ".parquet")):
+            raise ValueError(f"path {path!r}: expected a .jsonl or .parquet file written by "
+                             "`verimath prep`")
+        return ListSource(path=path, shuffle=shuffle)
+    return ListSource(problems=problems, shuffle=shuffle)

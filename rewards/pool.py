@@ -1,0 +1,482 @@
+"""A pool of worker processes that runs symbolic verification under a hard wall-clock timeout.
+
+Why processes: sympy can run for hours on hostile model output (``9^{9^{9^{9}}}``) and Python
+cannot interrupt a thread stuck in C code; ``signal.alarm`` (math-verify's own timeout) only
+works in the main thread. So every symbolic check runs in a worker process, and a worker that
+passes its deadline is killed with SIGKILL and replaced. The item then counts as incorrect and
+``timed_out``. Nothing is ever evaluated as Python code here; workers only call
+``verimath.rewards.equivalence.symbolic_verdict``.
+
+How workers start cheaply: the pool launches one *zygote*, a fresh interpreter
+(``python -c ...``, so the caller's ``__main__``, torch and its threads are never imported or
+forked) that imports math-verify and sympy once, warms them up, and then forks a worker per
+request in about a millisecond. Workers ignore SIGINT (Ctrl-C reaches the caller only), run
+with an address-space limit (``memory_limit_mb``) and die with the zygote, which exits when
+the pool closes or the calling process dies.
+
+Ordering: ``verify(pairs, timeout=...)`` returns one ``(verdict, timed_out)`` per pair, in
+order. Each worker holds at most one item; a killed worker's pipe is closed, so a late answer
+can never be attributed to a later item. The pool is thread-safe: any number of threads may
+call ``verify`` at once, and they share the ``workers`` processes.
+
+POSIX only (it needs ``fork`` and descriptor passing over Unix sockets).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from multiprocessing.connection import Connection, wait
+
+_ZYGOTE_CODE = (
+    "import sys; from verimath.rewards.pool import _zygote_main; "
+    "_zygote_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
+)
+_DEFAULT_MEMORY_MB = 4096
+
+
+def _resolve_verdict(path: str = ""):
+    """The verdict function named ``"module:qualname"``; "" means the default verifier."""
+    if path:
+        import importlib
+
+        module_name, _, qualname = path.partition(":")
+        target = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        return target
+    from verimath.rewards.equivalence import symbolic_verdict
+
+    return symbolic_verdict
+
+
+def _verdict_path(verdict) -> str:
+    if verdict is None:
+        return ""
+    module = getattr(verdict, "__module__", None)
+    qualname = getattr(verdict, "__qualname__", None)
+    if not callable(verdict) or not module or not qualname or "<" in qualname or module == "__main__":
+        raise ValueError(
+            f"verdict must be a function importable by name from a module (not __main__, not a "
+            f"lambda or a nested function), got {verdict!r}"
+        )
+    return f"{module}:{qualname}"
+
+
+def _zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> None:
+    """Body of the zygote process: warm up, then fork one worker per byte read on control.
+
+    The zygote reaps its own children (the container's PID 1 may not) and, when the pool
+    closes, kills and reaps every worker it still has before exiting.
+    """
+    import gc
+    import logging
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("math_verify").setLevel(logging.ERROR)  # we bound time ourselves
+    control = socket.socket(fileno=control_fd)
+    verdict = _resolve_verdict(verdict_path)
+    for pred, gold in (("1/2", "0.5"), ("x^2+1", "1+x^2"), ("\\frac{\\sqrt{2}}{2}", "1")):
+        try:  # first calls build parser tables and caches; do it once, before any fork
+            verdict(pred, gold)
+        except Exception:  # noqa: S110 - warm-up only
+            pass
+    gc.collect()
+    gc.freeze()  # keep the warmed-up heap shared copy-on-write with the workers
+    children: set[int] = set()
+    while True:
+        command = _recv_exact(control, 1)
+        if command == b"k":  # kill a worker; unreaped, so the pid is surely still ours
+            pid = int.from_bytes(_recv_exact(control, 8), "little")
+            if pid in children:
+                os.kill(pid, signal.SIGKILL)
+                _reap({pid}, block=True)
+                children.discard(pid)
+            continue
+        if command != b"s":  # EOF: the pool closed or its process died
+            break
+        _reap(children, block=False)
+        children.add(_fork_worker(control, verdict, memory_limit_mb))
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    _reap(children, block=True)
+    os._exit(0)
+
+
+def _fork_worker(control: socket.socket, verdict, memory_limit_mb: int) -> int:
+    """Fork one worker; send its pid and its end of a fresh socket pair back to the pool."""
+    parent_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        control.close()
+        parent_end.close()
+        _worker_main(child_end, verdict, memory_limit_mb)
+        os._exit(0)
+    child_end.close()
+    socket.send_fds(control, [pid.to_bytes(8, "little")], [parent_end.fileno()])
+    parent_end.close()
+    return pid
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+def _reap(children: set[int], *, block: bool) -> None:
+    """Wait for the children that have exited (all of them when block) and forget them."""
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+
+
+def _worker_main(sock: socket.socket, verdict, memory_limit_mb: int) -> None:
+    """Body of a worker: answer ``(task_id, pred, gold)`` with ``(task_id, verdict)`` forever."""
+    _die_with_parent()
+    if memory_limit_mb > 0:
+        try:
+            import resource
+
+            limit = memory_limit_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, ValueError, OSError):
+            pass
+    conn = Connection(sock.detach())
+    while True:
+        try:
+            task_id, pred, gold = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            ok = bool(verdict(pred, gold))
+        except BaseException:  # RecursionError, MemoryError, sympy errors: all mean "no"
+            ok = False
+        try:
+            conn.send((task_id, ok))
+        except OSError:
+            return
+
+
+def _die_with_parent() -> None:
+    """Linux: ask for SIGKILL when the zygote dies (best effort elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class _Worker:
+    __slots__ = ("pid", "conn")
+
+    def __init__(self, pid: int, conn: Connection):
+        self.pid = pid
+        self.conn = conn
+
+
+class _State:
+    """Everything the pool owns; separate from ScoringPool so a finalizer can close it."""
+
+    def __init__(self, workers: int, memory_limit_mb: int, verdict_path: str):
+        self.workers = workers
+        self.memory_limit_mb = memory_limit_mb
+        self.verdict_path = verdict_path
+        self.cond = threading.Condition()
+        self.spawn_lock = threading.Lock()
+        self.idle: list[_Worker] = []
+        self.live: set[_Worker] = set()
+        self.slots = 0  # live workers plus workers being spawned
+        self.zygote: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.closed = False
+
+    def kill(self, worker: _Worker) -> None:
+        """Have the zygote SIGKILL and reap ``worker`` (only it may: it owns the pid)."""
+        worker.conn.close()
+        with self.spawn_lock:
+            if self.control is not None and self.control.fileno() >= 0:
+                try:
+                    self.control.sendall(b"k" + worker.pid.to_bytes(8, "little"))
+                except OSError:
+                    pass  # the zygote is gone, and its workers died with it
+
+    def close(self) -> None:
+        """Close idle pipes, then the control socket: the zygote kills and reaps every worker."""
+        with self.cond:
+            if self.closed:
+                return
+            self.closed = True
+            idle = list(self.idle)
+            self.idle.clear()
+            self.cond.notify_all()
+        for worker in idle:
+            worker.conn.close()
+        with self.spawn_lock:
+            if self.control is not None:
+                self.control.close()
+            if self.zygote is not None:
+                try:
+                    self.zygote.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.zygote.kill()
+                    self.zygote.wait()
+
+
+class ScoringPool:
+    """Worker processes for symbolic verification with a hard timeout per item.
+
+    Args:
+        workers: number of worker processes (default: ``min(os.cpu_count(), 8)``).
+        verdict: the function ``(pred, gold) -> bool`` that workers run; default
+            ``verimath.rewards.equivalence.symbolic_verdict`` (math-verify, gold first). A custom
+            one must be importable by name (workers import it; it is never pickled).
+        memory_limit_mb: address-space limit of each worker (``RLIMIT_AS``); an item that
+            needs more fails with MemoryError and counts as incorrect. 0 disables it.
+
+    Use as a context manager or call ``close()`` (idempotent); both end every process.
+    Workers start lazily, on the first item that needs one.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        verdict=None,
+        memory_limit_mb: int = _DEFAULT_MEMORY_MB,
+    ):
+        if os.name != "posix":
+            raise RuntimeError("ScoringPool needs a POSIX system (fork and Unix sockets)")
+        if workers is None:
+            workers = min(os.cpu_count() or 1, 8)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int) or memory_limit_mb < 0:
+            raise ValueError(f"memory_limit_mb must be >= 0 (0 = no limit), got {memory_limit_mb}")
+        self._state = _State(workers, memory_limit_mb, _verdict_path(verdict))
+        self._ids = itertools.count()
+        self._pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _State.close, self._state)
+
+    @property
+    def workers(self) -> int:
+        return self._state.workers
+
+    @property
+    def closed(self) -> bool:
+        return self._state.closed
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers, plus the zygote's (for tests and monitoring)."""
+        with self._state.cond:
+            pids = [w.pid for w in self._state.live]
+        zygote = self._state.zygote
+        return pids + ([zygote.pid] if zygote is not None and zygote.poll() is None else [])
+
+    def close(self) -> None:
+        """Kill every worker and the zygote. Safe to call twice; later calls to verify raise."""
+        self._finalizer()
+
+    def __enter__(self) -> ScoringPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def score_batch(
+        self,
+        responses: Sequence[str],
+        golds: Sequence[str],
+        *,
+        lengths=None,
+        max_length: float | None = None,
+        cache_length: float | None = None,
+        style: str = "auto",
+        mode: str = "symbolic",
+        timeout: float = 5.0,
+    ):
+        """``verimath.rewards.score_batch`` on this pool; returns a ``BatchScores``."""
+        from verimath.rewards.batch import score_with_pool
+
+        return score_with_pool(
+            self, responses, golds, lengths=lengths, max_length=max_length,
+            cache_length=cache_length, style=style, mode=mode, timeout=timeout,
+        )
+
+    def verify(self, pairs: Sequence[tuple[str, str]], *, timeout: float = 5.0) -> list[tuple[bool, bool]]:
+        """Symbolic verdicts for ``(pred, gold)`` pairs, in order, as ``(verdict, timed_out)``.
+
+        Each item gets ``timeout`` seconds of wall-clock time from the moment a worker receives
+        it; past that its worker is killed and the result is ``(False, True)``. A worker that
+        crashes gives ``(False, False)``. Raises RuntimeError once the pool is closed.
+        """
+        if not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if self._state.closed:
+            raise RuntimeError("this ScoringPool is closed")
+        if os.getpid() != self._pid:
+            raise RuntimeError("a ScoringPool cannot be used from a forked child; create a new one")
+        results: list[tuple[bool, bool] | None] = [None] * len(pairs)
+        queue = deque(range(len(pairs)))
+        inflight: dict[Connection, tuple[_Worker, int, int, float]] = {}
+        while queue or inflight:
+            while queue:
+                worker = self._acquire(block=not inflight)
+                if worker is None:
+                    break
+                idx = queue.popleft()
+                task_id = next(self._ids)
+                try:
+                    worker.conn.send((task_id, str(pairs[idx][0]), str(pairs[idx][1])))
+                except OSError:  # worker died while idle; try again with a new one
+                    self._discard(worker)
+                    queue.appendleft(idx)
+                    continue
+                inflight[worker.conn] = (worker, idx, task_id, time.monotonic() + timeout)
+            self._collect(inflight, results)
+        return results  # type: ignore[return-value]
+
+    def _collect(self, inflight: dict, results: list) -> None:
+        """Wait for the first answer or deadline; store answers, kill workers past deadline."""
+        next_deadline = min(entry[3] for entry in inflight.values())
+        ready = wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()))
+        for conn in ready:
+            worker, idx, task_id, _ = inflight.pop(conn)
+            try:
+                got_id, ok = conn.recv()
+            except (EOFError, OSError):
+                got_id, ok = None, False
+            if self._state.closed:
+                raise RuntimeError("this ScoringPool was closed while verifying")
+            if got_id == task_id:
+                results[idx] = (bool(ok), False)
+                self._release(worker)
+            else:  # crashed (or, impossibly, answered something else): never trust it again
+                results[idx] = (False, False)
+                self._discard(worker)
+        now = time.monotonic()
+        for conn in [c for c, entry in inflight.items() if entry[3] <= now]:
+            worker, idx, _, _ = inflight.pop(conn)
+            results[idx] = (False, True)
+            self._discard(worker)
+
+    def _acquire(self, *, block: bool) -> _Worker | None:
+        state = self._state
+        with state.cond:
+            while True:
+                if state.closed:
+                    raise RuntimeError("this ScoringPool was closed while verifying")
+                while state.idle:
+                    worker = state.idle.pop()
+                    if not worker.conn.poll():  # an idle worker has nothing to say...
+                        return worker
+                    self._retire(worker)  # ...unless it died (EOF) while idle
+                if state.slots < state.workers:
+                    state.slots += 1
+                    break
+                if not block:
+                    return None
+                state.cond.wait()
+        try:
+            worker = self._spawn()
+        except BaseException:
+            with state.cond:
+                state.slots -= 1
+                state.cond.notify()
+            raise
+        with state.cond:
+            state.live.add(worker)
+            if state.closed:
+                state.kill(worker)
+                raise RuntimeError("this ScoringPool was closed while verifying")
+        return worker
+
+    def _release(self, worker: _Worker) -> None:
+        with self._state.cond:
+            if worker in self._state.live:
+                self._state.idle.append(worker)
+                self._state.cond.notify()
+
+    def _discard(self, worker: _Worker) -> None:
+        with self._state.cond:
+            self._retire(worker)
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill ``worker`` and free its slot; the caller holds ``state.cond``."""
+        state = self._state
+        state.kill(worker)
+        if worker in state.live:
+            state.live.discard(worker)
+            state.slots -= 1
+            state.cond.notify()
+
+    def _spawn(self) -> _Worker:
+        state = self._state
+        with state.spawn_lock:
+            if state.closed:
+                raise RuntimeError("this ScoringPool is closed")
+            if state.zygote is None or state.zygote.poll() is not None:
+                self._start_zygote()
+            try:
+                state.control.sendall(b"s")
+                msg, fds, _, _ = socket.recv_fds(state.control, 8, 1)
+            except OSError as exc:
+                raise RuntimeError(f"the scoring pool's zygote process failed: {exc}") from exc
+            if len(msg) != 8 or len(fds) != 1:
+                state.zygote.kill()
+                state.zygote.wait()
+                raise RuntimeError("the scoring pool's zygote process died while starting a worker")
+            return _Worker(int.from_bytes(msg, "little"), Connection(fds[0]))
+
+    def _start_zygote(self) -> None:
+        state = self._state
+        if state.control is not None:
+            state.control.close()
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        state.zygote = subprocess.Popen(
+            [
+                sys.executable, "-c", _ZYGOTE_CODE,
+                str(theirs.fileno()), str(state.memory_limit_mb), state.verdict_path,
+            ],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        state.control = ours
+
+
+_default_pool: ScoringPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> ScoringPool:
+    """The process-wide pool (created on first use, closed at interpreter exit).
+
+    A forked child gets its own pool on first use instead of sharing its parent's.
+    """
+    global _default_pool
+    with _default_lock:
+        pool = _default_pool
+        if pool is None or pool.closed or pool._pid != os.getpid():
+            pool = _default_pool = ScoringPool()
+        return pool

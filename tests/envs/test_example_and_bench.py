@@ -1,0 +1,41 @@
+"""The example loop and the benchmark run (quick sizes) and produce sane numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(relative: str):
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_custom_loop_calculator_solves_level_one():
+    example = load("examples/custom_loop.py")
+    env = gym.make("verimath/Arithmetic-v0", level=1)
+    assert example.run_episodes(env, example.calculator_policy, episodes=20, seed=3) == 1.0
+    retry = gym.make("verimath/Linear-v0", level=3, max_attempts=2)
+    assert example.run_episodes(retry, example.calculator_policy, episodes=3, seed=0) < 1.0
+
+
+def test_custom_loop_group_round_has_p_by_g_rewards():
+    example = load("examples/custom_loop.py")
+    rewards = example.run_group("verimath/Arithmetic-v0", example.calculator_policy, 3, 4, level=1)
+    assert rewards.shape == (3, 4) and np.all(rewards == 1.0)
+
+
+def test_benchmark_quick_numbers(tmp_path):
+    bench = load("benchmarks/bench_envs.py")
+    assert bench.bench_generation(50) > 0
+    assert bench.bench_single_env(20, correct=False, family="Percent") > 0
+    group = bench.bench_group(8, 4, "Arithmetic")
+    assert group["responses"] == 32 and group["step_s"] > 0
+    assert -1.0 <= group["mean_reward"] <= 1.0
