@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# A shared 2-core CI machine makes wall-clock deadlines flaky; properties are bounded by
+# their example counts instead. HYPOTHESIS_PROFILE=thorough runs more examples.
+settings.register_profile("default", deadline=None)
+settings.register_profile("thorough", deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
