@@ -3,22 +3,25 @@ and fast batch scoring. Imports without torch.
 
 Public API (stable names):
     extract_answer, is_equivalent, correctness_reward, score, overlong_penalty,
-    score_batch, BatchScores, ScoringPool, make_trl_reward, compute_score
+    score_batch, BatchScores, ScoringPool, default_pool, make_trl_reward, compute_score,
+    compute_score_batch
 """
 
-from verimath.rewards.adapters import compute_score, make_trl_reward
+from verimath.rewards.adapters import compute_score, compute_score_batch, make_trl_reward
 from verimath.rewards.batch import BatchScores, score_batch
 from verimath.rewards.correctness import correctness_reward, score
 from verimath.rewards.equivalence import is_equivalent
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
-from verimath.rewards.pool import ScoringPool
+from verimath.rewards.pool import ScoringPool, default_pool
 
 __all__ = [
     "BatchScores",
     "ScoringPool",
     "compute_score",
+    "compute_score_batch",
     "correctness_reward",
+    "default_pool",
     "extract_answer",
     "is_equivalent",
     "make_trl_reward",

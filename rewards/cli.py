@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-length", type=int, default=None,
                         help="DAPO L_cache in tokens (the paper: 4096 with L_max 16384)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="verification processes (default: min(CPU count, 8))")
+                        help="verification processes (default: usable CPUs, at most 8)")
     parser.add_argument("--batch-size", type=int, default=256,
                         help="responses scored per call (progress bar granularity)")
     parser.add_argument("--response-field", default="response", help="field holding the response")

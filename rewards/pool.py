@@ -19,44 +19,31 @@ order. Each worker holds at most one item; a killed worker's pipe is closed, so 
 can never be attributed to a later item. The pool is thread-safe: any number of threads may
 call ``verify`` at once, and they share the ``workers`` processes.
 
-POSIX only (it needs ``fork`` and descriptor passing over Unix sockets).
+The child side (zygote and workers) lives in ``pool_worker.py``. POSIX only (it needs
+``fork`` and descriptor passing over Unix sockets).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 
+from verimath.rewards.pool_worker import KILL, SPAWN
+
 _ZYGOTE_CODE = (
-    "import sys; from verimath.rewards.pool import _zygote_main; "
-    "_zygote_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
+    "import sys; from verimath.rewards.pool_worker import zygote_main; "
+    "zygote_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
 )
 _DEFAULT_MEMORY_MB = 4096
-
-
-def _resolve_verdict(path: str = ""):
-    """The verdict function named ``"module:qualname"``; "" means the default verifier."""
-    if path:
-        import importlib
-
-        module_name, _, qualname = path.partition(":")
-        target = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-        return target
-    from verimath.rewards.equivalence import symbolic_verdict
-
-    return symbolic_verdict
 
 
 def _verdict_path(verdict) -> str:
@@ -70,119 +57,6 @@ def _verdict_path(verdict) -> str:
             f"lambda or a nested function), got {verdict!r}"
         )
     return f"{module}:{qualname}"
-
-
-def _zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> None:
-    """Body of the zygote process: warm up, then fork one worker per byte read on control.
-
-    The zygote reaps its own children (the container's PID 1 may not) and, when the pool
-    closes, kills and reaps every worker it still has before exiting.
-    """
-    import gc
-    import logging
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger("math_verify").setLevel(logging.ERROR)  # we bound time ourselves
-    control = socket.socket(fileno=control_fd)
-    verdict = _resolve_verdict(verdict_path)
-    for pred, gold in (("1/2", "0.5"), ("x^2+1", "1+x^2"), ("\\frac{\\sqrt{2}}{2}", "1")):
-        try:  # first calls build parser tables and caches; do it once, before any fork
-            verdict(pred, gold)
-        except Exception:  # noqa: S110 - warm-up only
-            pass
-    gc.collect()
-    gc.freeze()  # keep the warmed-up heap shared copy-on-write with the workers
-    children: set[int] = set()
-    while True:
-        command = _recv_exact(control, 1)
-        if command == b"k":  # kill a worker; unreaped, so the pid is surely still ours
-            pid = int.from_bytes(_recv_exact(control, 8), "little")
-            if pid in children:
-                os.kill(pid, signal.SIGKILL)
-                _reap({pid}, block=True)
-                children.discard(pid)
-            continue
-        if command != b"s":  # EOF: the pool closed or its process died
-            break
-        _reap(children, block=False)
-        children.add(_fork_worker(control, verdict, memory_limit_mb))
-    for pid in children:
-        os.kill(pid, signal.SIGKILL)
-    _reap(children, block=True)
-    os._exit(0)
-
-
-def _fork_worker(control: socket.socket, verdict, memory_limit_mb: int) -> int:
-    """Fork one worker; send its pid and its end of a fresh socket pair back to the pool."""
-    parent_end, child_end = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:
-        control.close()
-        parent_end.close()
-        _worker_main(child_end, verdict, memory_limit_mb)
-        os._exit(0)
-    child_end.close()
-    socket.send_fds(control, [pid.to_bytes(8, "little")], [parent_end.fileno()])
-    parent_end.close()
-    return pid
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            return b""
-        data += chunk
-    return data
-
-
-def _reap(children: set[int], *, block: bool) -> None:
-    """Wait for the children that have exited (all of them when block) and forget them."""
-    for pid in list(children):
-        try:
-            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            children.discard(pid)
-
-
-def _worker_main(sock: socket.socket, verdict, memory_limit_mb: int) -> None:
-    """Body of a worker: answer ``(task_id, pred, gold)`` with ``(task_id, verdict)`` forever."""
-    _die_with_parent()
-    if memory_limit_mb > 0:
-        try:
-            import resource
-
-            limit = memory_limit_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        except (ImportError, ValueError, OSError):
-            pass
-    conn = Connection(sock.detach())
-    while True:
-        try:
-            task_id, pred, gold = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            ok = bool(verdict(pred, gold))
-        except BaseException:  # RecursionError, MemoryError, sympy errors: all mean "no"
-            ok = False
-        try:
-            conn.send((task_id, ok))
-        except OSError:
-            return
-
-
-def _die_with_parent() -> None:
-    """Linux: ask for SIGKILL when the zygote dies (best effort elsewhere)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 class _Worker:
@@ -215,7 +89,7 @@ class _State:
         with self.spawn_lock:
             if self.control is not None and self.control.fileno() >= 0:
                 try:
-                    self.control.sendall(b"k" + worker.pid.to_bytes(8, "little"))
+                    self.control.sendall(KILL + worker.pid.to_bytes(8, "little"))
                 except OSError:
                     pass  # the zygote is gone, and its workers died with it
 
@@ -245,12 +119,16 @@ class ScoringPool:
     """Worker processes for symbolic verification with a hard timeout per item.
 
     Args:
-        workers: number of worker processes (default: ``min(os.cpu_count(), 8)``).
+        workers: number of worker processes (default: the CPUs this process may use, at most 8).
         verdict: the function ``(pred, gold) -> bool`` that workers run; default
             ``verimath.rewards.equivalence.symbolic_verdict`` (math-verify, gold first). A custom
             one must be importable by name (workers import it; it is never pickled).
         memory_limit_mb: address-space limit of each worker (``RLIMIT_AS``); an item that
             needs more fails with MemoryError and counts as incorrect. 0 disables it.
+        cache_size: verdicts remembered (least recently used dropped first), so that answers
+            seen again, as in later epochs, skip the workers. Timeouts and crashes are never
+            remembered, nor pairs longer than 1,000 characters. 0 disables it. Assumes a
+            deterministic verdict function.
 
     Use as a context manager or call ``close()`` (idempotent); both end every process.
     Workers start lazily, on the first item that needs one.
@@ -262,16 +140,22 @@ class ScoringPool:
         *,
         verdict=None,
         memory_limit_mb: int = _DEFAULT_MEMORY_MB,
+        cache_size: int = 65_536,
     ):
         if os.name != "posix":
             raise RuntimeError("ScoringPool needs a POSIX system (fork and Unix sockets)")
         if workers is None:
-            workers = min(os.cpu_count() or 1, 8)
+            workers = min(_usable_cpus(), 8)
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int) or memory_limit_mb < 0:
             raise ValueError(f"memory_limit_mb must be >= 0 (0 = no limit), got {memory_limit_mb}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0 (0 = no cache), got {cache_size!r}")
         self._state = _State(workers, memory_limit_mb, _verdict_path(verdict))
+        self._cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
         self._ids = itertools.count()
         self._pid = os.getpid()
         self._finalizer = weakref.finalize(self, _State.close, self._state)
@@ -334,27 +218,56 @@ class ScoringPool:
             raise RuntimeError("this ScoringPool is closed")
         if os.getpid() != self._pid:
             raise RuntimeError("a ScoringPool cannot be used from a forked child; create a new one")
-        results: list[tuple[bool, bool] | None] = [None] * len(pairs)
-        queue = deque(range(len(pairs)))
+        keys = [(str(pred), str(gold)) for pred, gold in pairs]
+        results = self._recall(keys)
+        queue = deque(i for i, got in enumerate(results) if got is None)
         inflight: dict[Connection, tuple[_Worker, int, int, float]] = {}
-        while queue or inflight:
-            while queue:
-                worker = self._acquire(block=not inflight)
-                if worker is None:
-                    break
-                idx = queue.popleft()
-                task_id = next(self._ids)
-                try:
-                    worker.conn.send((task_id, str(pairs[idx][0]), str(pairs[idx][1])))
-                except OSError:  # worker died while idle; try again with a new one
-                    self._discard(worker)
-                    queue.appendleft(idx)
-                    continue
-                inflight[worker.conn] = (worker, idx, task_id, time.monotonic() + timeout)
-            self._collect(inflight, results)
+        answered: set[int] = set()  # items a worker really answered (not crashed or timed out)
+        try:
+            while queue or inflight:
+                while queue:
+                    worker = self._acquire(block=not inflight)
+                    if worker is None:
+                        break
+                    idx = queue.popleft()
+                    task_id = next(self._ids)
+                    try:
+                        worker.conn.send((task_id, *keys[idx]))
+                    except OSError:  # worker died while idle; try again with a new one
+                        self._discard(worker)
+                        queue.appendleft(idx)
+                        continue
+                    inflight[worker.conn] = (worker, idx, task_id, time.monotonic() + timeout)
+                self._collect(inflight, results, answered)
+        finally:  # KeyboardInterrupt or an error: workers still busy for us are killed
+            for worker, *_ in inflight.values():
+                self._discard(worker)
+        self._remember([keys[i] for i in answered], [results[i][0] for i in answered])
         return results  # type: ignore[return-value]
 
-    def _collect(self, inflight: dict, results: list) -> None:
+    def _recall(self, keys: list[tuple[str, str]]) -> list[tuple[bool, bool] | None]:
+        """Cached ``(verdict, False)`` per key, None where the workers must decide."""
+        out: list[tuple[bool, bool] | None] = [None] * len(keys)
+        if self._cache_size:
+            with self._cache_lock:
+                for i, key in enumerate(keys):
+                    if key in self._cache:
+                        self._cache.move_to_end(key)
+                        out[i] = (self._cache[key], False)
+        return out
+
+    def _remember(self, keys: list[tuple[str, str]], verdicts: list[bool]) -> None:
+        if not self._cache_size:
+            return
+        with self._cache_lock:
+            for key, verdict in zip(keys, verdicts):
+                if len(key[0]) + len(key[1]) <= 1000:
+                    self._cache[key] = verdict
+                    self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _collect(self, inflight: dict, results: list, answered: set[int]) -> None:
         """Wait for the first answer or deadline; store answers, kill workers past deadline."""
         next_deadline = min(entry[3] for entry in inflight.values())
         ready = wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()))
@@ -368,6 +281,7 @@ class ScoringPool:
                 raise RuntimeError("this ScoringPool was closed while verifying")
             if got_id == task_id:
                 results[idx] = (bool(ok), False)
+                answered.add(idx)
                 self._release(worker)
             else:  # crashed (or, impossibly, answered something else): never trust it again
                 results[idx] = (False, False)
@@ -436,7 +350,7 @@ class ScoringPool:
             if state.zygote is None or state.zygote.poll() is not None:
                 self._start_zygote()
             try:
-                state.control.sendall(b"s")
+                state.control.sendall(SPAWN + bytes(8))
                 msg, fds, _, _ = socket.recv_fds(state.control, 8, 1)
             except OSError as exc:
                 raise RuntimeError(f"the scoring pool's zygote process failed: {exc}") from exc
@@ -465,6 +379,13 @@ class ScoringPool:
         state.control = ours
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # respects taskset and container CPU sets
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 _default_pool: ScoringPool | None = None
 _default_lock = threading.Lock()
 
@@ -472,11 +393,21 @@ _default_lock = threading.Lock()
 def default_pool() -> ScoringPool:
     """The process-wide pool (created on first use, closed at interpreter exit).
 
-    A forked child gets its own pool on first use instead of sharing its parent's.
+    Its size is ``$VERIMATH_WORKERS`` when set (useful when several trainer processes share
+    a machine), else the ``ScoringPool`` default. A forked child gets its own pool.
     """
     global _default_pool
     with _default_lock:
         pool = _default_pool
         if pool is None or pool.closed or pool._pid != os.getpid():
-            pool = _default_pool = ScoringPool()
+            pool = _default_pool = ScoringPool(_env_workers())
         return pool
+
+
+def _env_workers() -> int | None:
+    value = os.environ.get("VERIMATH_WORKERS", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"VERIMATH_WORKERS must be a positive integer, got {value!r}")
+    return int(value)

@@ -109,6 +109,7 @@ def _tiny_model_and_tokenizer():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers' deprecation notices
 def test_one_step_of_a_real_trl_grpo_trainer(tmp_path):
     datasets = pytest.importorskip("datasets")
     trl = pytest.importorskip("trl")

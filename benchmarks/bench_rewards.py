@@ -1,0 +1,207 @@
+"""Benchmark: batch scoring vs a per-sample math-verify loop, and the overlong penalty kernel.
+
+    python benchmarks/bench_rewards.py            # 512 problems x 16 samples = 8,192 responses
+    python benchmarks/bench_rewards.py --quick    # 64 problems x 16 samples
+
+Part 1 scores model-like responses (reasoning prose, then an ``Answer: $...$`` line or a
+``\\boxed{}``; correct answers, equivalent spellings, wrong answers, missing answers and a
+few pathological ones) twice in the same run: with ``score_batch`` and with the loop a user
+would write, ``math_verify.parse`` + ``math_verify.verify`` per sample (math-verify's own
+signal timeouts, same number of seconds). It prints both times, the speed ratio, and the
+verdict agreement over items where the loop did not time out, with examples of each kind of
+disagreement. Part 2 times the overlong penalty on 1M lengths: numba vs numpy vs a Python loop.
+
+Targets (issue 2): score_batch >= 20x the loop with the same verdicts; numba >= numpy speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections import Counter
+
+import numpy as np
+
+FILLER = [
+    "Let me set up the problem carefully.", "First, I list what is given.",
+    "We can simplify the expression step by step.", "Substituting the values gives",
+    "Checking the arithmetic once more,", "This matches the constraint in the problem.",
+    "Note that the terms telescope.", "By symmetry, the two cases are the same.",
+]
+
+
+# Answer kinds, weighted roughly like MATH's test set (mostly integers, then fractions,
+# then radicals, multiples of pi, polynomials, intervals and tuples).
+KIND_WEIGHTS = np.array([45, 10, 15, 5, 7, 5, 5, 4, 4], dtype=float) / 100
+
+
+def make_problem(rng: np.random.Generator) -> tuple[str, list[str], list[str]]:
+    """A gold answer, equivalent spellings of it (first = canonical), and wrong answers."""
+    kind = rng.choice(len(KIND_WEIGHTS), p=KIND_WEIGHTS)
+    a, b = int(rng.integers(2, 60)), int(rng.integers(2, 13))
+    if kind == 0:
+        return str(a * 37), [str(a * 37), f"{a * 37}.0", f"{a * 37:,}"], [str(a * 37 + 1), str(-a * 37)]
+    if kind == 1:
+        n = a * 100_003
+        return str(n), [str(n), f"{n:,}", f"{n}.00"], [str(n + 10), str(n // 10)]
+    if kind == 2:
+        b = a + b
+        return (f"\\frac{{{a}}}{{{b}}}", [f"\\frac{{{a}}}{{{b}}}", f"\\dfrac{{{a}}}{{{b}}}", f"{a}/{b}"],
+                [f"\\frac{{{b}}}{{{a}}}", f"\\frac{{{a + 1}}}{{{b}}}"])
+    if kind == 3:
+        return f"{a}.25", [f"{a}.25", f"{a}.250", f"\\frac{{{4 * a + 1}}}{{4}}"], [f"{a}.5", f"{a}"]
+    if kind == 4:
+        return (f"{b}\\sqrt{{3}}", [f"{b}\\sqrt{{3}}", f"\\sqrt{{{3 * b * b}}}", f"{b} \\sqrt 3"],
+                [f"{b}\\sqrt{{2}}", f"{b + 1}\\sqrt{{3}}"])
+    if kind == 5:
+        return f"{b}\\pi", [f"{b}\\pi", f"\\pi \\cdot {b}", f"{b} \\pi"], [f"{b + 1}\\pi", f"{2 * b}"]
+    if kind == 6:
+        return (f"x^2+{2 * b}x+{b * b}", [f"x^2+{2 * b}x+{b * b}", f"(x+{b})^2", f"{b * b}+{2 * b}x+x^2"],
+                [f"(x-{b})^2", f"x^2+{b * b}"])
+    if kind == 7:
+        return (f"(-{b}, {a}]", [f"(-{b}, {a}]", f"\\left(-{b},{a}\\right]", f"(-{b},{a}]"],
+                [f"[-{b}, {a}]", f"(-{b}, {a})"])
+    return f"({b}, {a})", [f"({b}, {a})", f"\\left( {b}, {a} \\right)", f"({b},{a})"], [f"({a}, {b + a})"]
+
+
+def make_response(rng: np.random.Generator, answer: str | None) -> str:
+    prose = " ".join(rng.choice(FILLER, size=int(rng.integers(3, 8))))
+    steps = " ".join(f"{int(rng.integers(2, 99))} + {int(rng.integers(2, 99))} = ..." for _ in range(3))
+    body = f"{prose}\n{steps}\n"
+    if answer is None:
+        return body + "I am not sure how to finish this."
+    if rng.random() < 0.55:
+        return body + f"Therefore:\nAnswer: ${answer}$"
+    return body + f"So the final answer is $\\boxed{{{answer}}}$."
+
+
+def make_dataset(problems: int, samples: int, seed: int) -> tuple[list[str], list[str], list[str]]:
+    """Responses, golds and a category per response ("right", "equiv", "wrong", ...)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    responses, golds, kinds = [], [], []
+    pathological = ["9^{9^{9^{9}}}", "2^{10^{10}}", "(10^{10})!", "10^{10^{10^{10}}}"]
+    for p in range(problems):
+        gold, right, wrong = make_problem(rng)
+        for s in range(samples):
+            u = rng.random()
+            if p % 128 == 7 and s == 0:  # a few: 4 in 8,192
+                kind, answer = "pathological", pathological[(p // 64) % len(pathological)]
+            elif u < 0.45:
+                kind, answer = "right", right[0]
+            elif u < 0.65:
+                kind, answer = "equiv", right[int(rng.integers(1, len(right)))]
+            elif u < 0.92:
+                kind, answer = "wrong", wrong[int(rng.integers(len(wrong)))]
+            else:
+                kind, answer = "missing", None
+            responses.append(make_response(rng, answer))
+            golds.append(gold)
+            kinds.append(kind)
+    return responses, golds, kinds
+
+
+def loop_math_verify(responses, golds, timeout: float) -> tuple[list[bool], list[bool], list[float]]:
+    """The per-sample baseline: parse + verify each response; timed out = hit the limit."""
+    from math_verify import parse, verify
+
+    limit = max(1, round(timeout))  # math-verify's signal.alarm takes whole seconds
+    verdicts, timed_out, seconds = [], [], []
+    for response, gold in zip(responses, golds):
+        t0 = time.perf_counter()
+        try:
+            ok = verify(parse(f"${gold}$", parsing_timeout=limit),
+                        parse(response, parsing_timeout=limit), timeout_seconds=limit)
+        except Exception:
+            ok = False
+        seconds.append(time.perf_counter() - t0)
+        verdicts.append(bool(ok))
+        timed_out.append(seconds[-1] >= 0.95 * limit)
+    return verdicts, timed_out, seconds
+
+
+def timed_score_batch(responses, golds, timeout: float):
+    """score_batch on a fresh pool (its one-off start excluded): scores, seconds, workers."""
+    from verimath.rewards import ScoringPool
+
+    with ScoringPool() as pool:
+        pool.verify([("x+1", "1+x")], timeout=30)  # start the zygote
+        t0 = time.perf_counter()
+        scores = pool.score_batch(responses, golds, timeout=timeout)
+        return scores, time.perf_counter() - t0, pool.workers
+
+
+def bench_scoring(problems: int, samples: int, timeout: float, seed: int) -> None:
+    responses, golds, kinds = make_dataset(problems, samples, seed)
+    n = len(responses)
+    clean = [i for i in range(n) if kinds[i] != "pathological"]
+    print(f"== scoring {n} responses ({problems} problems x {samples} samples), timeout {timeout} s")
+    print(f"   categories: {dict(Counter(kinds))}")
+    scores, batch_s, workers = timed_score_batch(responses, golds, timeout)
+    _, clean_s, _ = timed_score_batch([responses[i] for i in clean], [golds[i] for i in clean], timeout)
+    unique = len(set(zip(scores.extracted, golds)))
+    print(f"   score_batch ({workers} workers): {batch_s:7.2f} s all ({n / batch_s:,.0f}/s), "
+          f"{clean_s:.2f} s without pathological; {unique} unique pairs, "
+          f"{int(scores.timed_out.sum())} timeouts")
+    loop, loop_to, seconds = loop_math_verify(responses, golds, timeout)
+    loop_s, loop_clean_s = sum(seconds), sum(seconds[i] for i in clean)
+    print(f"   parse+verify loop:        {loop_s:7.2f} s all ({n / loop_s:,.0f}/s), "
+          f"{loop_clean_s:.2f} s without pathological; {sum(loop_to)} timeouts")
+    print(f"   speed ratio: {loop_s / batch_s:.1f}x all, {loop_clean_s / clean_s:.1f}x without pathological")
+    agree = [i for i in range(n) if not loop_to[i]]
+    same = {i for i in agree if loop[i] == bool(scores.correct[i])}
+    print(f"   verdict agreement (loop not timed out): {len(same)}/{len(agree)} "
+          f"= {100 * len(same) / max(len(agree), 1):.2f}%")
+    differ = Counter((kinds[i], loop[i], bool(scores.correct[i])) for i in agree if i not in same)
+    for (kind, lv, bv), count in differ.most_common(8):
+        i = next(j for j in agree if (kinds[j], loop[j], bool(scores.correct[j])) == (kind, lv, bv))
+        print(f"     {count:5d} x {kind:12s} loop={lv!s:5s} batch={bv!s:5s} e.g. gold {golds[i]!r}, "
+              f"extracted {scores.extracted[i]!r}")
+
+
+def bench_overlong(n: int, seed: int) -> None:
+    from verimath.rewards.overlong import overlong_penalty, penalty_scalar
+
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
+    lengths = rng.integers(0, 20_480, size=n).astype(np.float64)
+    max_len, cache = 16_384, 4_096
+    t0 = time.perf_counter()
+    overlong_penalty(lengths[:10], max_length=max_len, cache_length=cache)
+    first = time.perf_counter() - t0
+
+    def numpy_version(x):
+        start = max_len - cache
+        return np.where(x <= start, 0.0, np.where(x <= max_len, (start - x) / cache, -1.0))
+
+    def best(fn, repeat=7):
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            out = fn()
+            times.append(time.perf_counter() - t)
+        return min(times), out
+
+    t_numba, a = best(lambda: overlong_penalty(lengths, max_length=max_len, cache_length=cache))
+    t_numpy, b = best(lambda: numpy_version(lengths))
+    values = lengths.tolist()
+    t_loop, c = best(lambda: [penalty_scalar(x, max_len, cache) for x in values], repeat=1)
+    assert np.array_equal(a, b) and np.array_equal(a, np.array(c))
+    print(f"== overlong penalty on {n:,} lengths (first call, compile or cache load: {first:.2f} s)")
+    print(f"   numba  {1e3 * t_numba:8.2f} ms")
+    print(f"   numpy  {1e3 * t_numpy:8.2f} ms   (numba is {t_numpy / t_numba:.1f}x faster)")
+    print(f"   python {1e3 * t_loop:8.2f} ms   (numba is {t_loop / t_numba:.0f}x faster)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="64 problems instead of 512")
+    parser.add_argument("--timeout", type=float, default=2.0, help="seconds per verification")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    bench_overlong(1_000_000, args.seed)
+    bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The child side of ``ScoringPool``: the zygote process and the workers it forks.
+
+The pool (``verimath.rewards.pool``) starts the zygote as ``python -c`` running
+``zygote_main``; nothing here runs in the caller's process. Protocol on the control socket
+(pool -> zygote): 9-byte messages, ``b"s"`` + 8 zero bytes to fork a worker (the zygote
+answers with the worker's pid and, as passed descriptor, the pool's end of a socket pair to
+it), ``b"k"`` + pid to kill and reap a worker. EOF on control means the pool is closing:
+the zygote kills and reaps every worker it still has, then exits. Workers answer
+``(task_id, pred, gold)`` with ``(task_id, verdict)`` until their socket closes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from multiprocessing.connection import Connection
+
+SPAWN, KILL = b"s", b"k"
+
+
+def resolve_verdict(path: str = ""):
+    """The verdict function named ``"module:qualname"``; "" means the default verifier."""
+    if path:
+        import importlib
+
+        module_name, _, qualname = path.partition(":")
+        target = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        return target
+    from verimath.rewards.equivalence import symbolic_verdict
+
+    return symbolic_verdict
+
+
+def zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> None:
+    """Body of the zygote process: warm up, then serve spawn and kill requests on control.
+
+    The zygote reaps its own children (the container's PID 1 may not) and, when the pool
+    closes, kills and reaps every worker it still has before exiting.
+    """
+    import gc
+    import logging
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("math_verify").setLevel(logging.ERROR)  # we bound time ourselves
+    control = socket.socket(fileno=control_fd)
+    verdict = resolve_verdict(verdict_path)
+    for pred, gold in (("1/2", "0.5"), ("x^2+1", "1+x^2"), ("\\frac{\\sqrt{2}}{2}", "1")):
+        try:  # first calls build parser tables and caches; do it once, before any fork
+            verdict(pred, gold)
+        except Exception:  # noqa: S110 - warm-up only
+            pass
+    gc.collect()
+    gc.freeze()  # keep the warmed-up heap shared copy-on-write with the workers
+    children: set[int] = set()
+    while True:
+        message = _recv_exact(control, 9)
+        command, pid = message[:1], int.from_bytes(message[1:], "little")
+        if command == KILL:  # unreaped, so a pid in children is surely still ours
+            if pid in children:
+                os.kill(pid, signal.SIGKILL)
+                _reap({pid}, block=True)
+                children.discard(pid)
+            continue
+        if command != SPAWN:  # EOF: the pool closed or its process died
+            break
+        _reap(children, block=False)
+        children.add(_fork_worker(control, verdict, memory_limit_mb))
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    _reap(children, block=True)
+    os._exit(0)
+
+
+def _fork_worker(control: socket.socket, verdict, memory_limit_mb: int) -> int:
+    """Fork one worker; send its pid and its end of a fresh socket pair back to the pool."""
+    parent_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        control.close()
+        parent_end.close()
+        _worker_main(child_end, verdict, memory_limit_mb)
+        os._exit(0)
+    child_end.close()
+    socket.send_fds(control, [pid.to_bytes(8, "little")], [parent_end.fileno()])
+    parent_end.close()
+    return pid
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+def _reap(children: set[int], *, block: bool) -> None:
+    """Wait for the children that have exited (all of them when block) and forget them."""
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+
+
+def _worker_main(sock: socket.socket, verdict, memory_limit_mb: int) -> None:
+    """Body of a worker: answer ``(task_id, pred, gold)`` with ``(task_id, verdict)`` forever."""
+    _die_with_parent()
+    if memory_limit_mb > 0:
+        try:
+            import resource
+
+            limit = memory_limit_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, ValueError, OSError):
+            pass
+    conn = Connection(sock.detach())
+    while True:
+        try:
+            task_id, pred, gold = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            ok = bool(verdict(pred, gold))
+        except BaseException:  # RecursionError, MemoryError, sympy errors: all mean "no"
+            ok = False
+        try:
+            conn.send((task_id, ok))
+        except OSError:
+            return
+
+
+def _die_with_parent() -> None:
+    """Linux: ask for SIGKILL when the zygote dies (best effort elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
