@@ -43,11 +43,18 @@ def load_sets(n_train: int):
 
 
 def pairwise_baseline(train, evals) -> int:
-    eval_sets = [set(ngrams(words(e.prompt), DEFAULT_N)) for e in evals]
+    """The same rule, computed directly: shared n-gram sets, and eval problems shorter than
+    n words searched for whole (as contiguous word runs) in each training problem."""
+    eval_words = [words(e.prompt) for e in evals]
+    eval_sets = [set(ngrams(w, DEFAULT_N)) for w in eval_words]
+    short = [tuple(w) for w in eval_words if 0 < len(w) < DEFAULT_N]
     dropped = 0
     for p in train:
-        grams = set(ngrams(words(p.prompt), DEFAULT_N))
-        if any(grams & s for s in eval_sets if s):
+        tokens = words(p.prompt)
+        grams = set(ngrams(tokens, DEFAULT_N))
+        if any(grams & s for s in eval_sets if s) or any(
+            tuple(tokens[i : i + len(w)]) == w for w in short for i in range(len(tokens))
+        ):
             dropped += 1
     return dropped
 

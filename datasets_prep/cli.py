@@ -106,10 +106,16 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--ngram must be >= 1, got {args.ngram}")
     if not 0.0 <= args.min_coverage <= 1.0:
         raise ValueError(f"--min-coverage must be between 0 and 1, got {args.min_coverage}")
+    if args.output.endswith(".parquet"):
+        from verimath.envs.problem import _import_pyarrow
+
+        _import_pyarrow()  # fail before the work, not after it
     against = []
     for path in args.decontaminate_against:
         try:
             against += read_problems(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"--decontaminate-against {path}: no such file") from None
         except ProblemFileError as exc:
             raise ProblemFileError(f"{exc} (--decontaminate-against takes problem files "
                                    "written by verimath prep; convert the eval set first)") from None

@@ -38,12 +38,19 @@ def parse_level(value: Any) -> int | None:
 
 
 def gold_answer(data: dict) -> str:
-    """The ``answer`` field if present, else the last boxed expression of ``solution``."""
-    if optional(data, "answer") is not None:
-        return answer_text(data["answer"], "answer")
+    """The ``answer`` field if present, else the last boxed expression of ``solution``.
+
+    A blank ``answer`` counts as absent (CSV and parquet exports write missing cells as
+    ``""``), so the solution's box is used when there is one.
+    """
+    answer = optional(data, "answer")
+    blank = isinstance(answer, str) and not answer.strip()
+    if answer is not None and not blank:
+        return answer_text(answer, "answer")
     solution = optional(data, "solution")
     if solution is None:
-        raise RowError("answer", "missing, and no 'solution' to take a \\boxed{} answer from")
+        state = "empty" if blank else "missing"
+        raise RowError("answer", f"{state}, and no 'solution' to take a \\boxed{{}} answer from")
     if not isinstance(solution, str):
         raise RowError("solution", f"expected a string, got {type(solution).__name__}")
     boxed = extract_answer(solution, style="boxed")

@@ -75,6 +75,8 @@ class Problem:
                 raise ProblemFileError(
                     f"{where}: field {name!r} must be a string, got {type(value).__name__}"
                 )
+            if name in ("id", "answer") and not value.strip():
+                raise ProblemFileError(f"{where}: field {name!r} is empty")
             values[name] = value
         meta = row.get("meta") or {}
         if isinstance(meta, str):  # parquet writers store meta as a JSON string
@@ -116,11 +118,13 @@ def write_problems(problems: Iterable[Problem], path: str | os.PathLike) -> int:
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         if path.endswith(".parquet"):
+            for i, p in enumerate(problems):
+                _problem_line(p, f"{path}: problem {i}")
             _write_parquet(problems, tmp)
         elif path.endswith(".jsonl"):
+            lines = [_problem_line(p, f"{path}: problem {i}") for i, p in enumerate(problems)]
             with open(tmp, "w", encoding="utf-8") as f:
-                for p in problems:
-                    f.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+                f.writelines(line + "\n" for line in lines)
         else:
             raise ProblemFileError(f"{path}: unknown output type (expected .jsonl or .parquet)")
         os.replace(tmp, path)
@@ -128,6 +132,19 @@ def write_problems(problems: Iterable[Problem], path: str | os.PathLike) -> int:
         if os.path.exists(tmp):
             os.remove(tmp)
     return len(problems)
+
+
+def _problem_line(problem: Problem, where: str) -> str:
+    """One jsonl line; refuses what `read_problems` would refuse (blank id or answer, meta
+    that JSON cannot hold) with an error naming `where` and the field."""
+    for name in ("id", "answer"):
+        if not getattr(problem, name).strip():
+            raise ProblemFileError(f"{where} (id {problem.id!r}): field {name!r} is empty")
+    try:
+        return json.dumps(problem.to_dict(), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ProblemFileError(f"{where} (id {problem.id!r}): field 'meta' is not JSON "
+                               f"serializable ({exc})") from None
 
 
 def _iter_jsonl(path: str) -> Iterator[Problem]:

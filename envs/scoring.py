@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from verimath.rewards import BatchScores, score_batch
+from verimath.rewards.equivalence import MODES
 
 STYLES = ("auto", "dapo", "boxed")
 
@@ -35,7 +36,7 @@ class Response(str):
 
     def __new__(cls, text: str, num_tokens: int | None = None) -> Response:
         obj = super().__new__(cls, text)
-        if num_tokens is not None and (isinstance(num_tokens, bool) or int(num_tokens) < 0):
+        if num_tokens is not None and (not _is_int(num_tokens) or num_tokens < 0):
             raise ValueError(f"num_tokens must be a non-negative int, got {num_tokens!r}")
         obj.num_tokens = None if num_tokens is None else int(num_tokens)
         return obj
@@ -80,6 +81,13 @@ class RewardSpec:
             )
         if self.style not in STYLES:
             raise ValueError(f"style must be one of {STYLES}, got {self.style!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        for name in ("max_length", "cache_length"):
+            value = getattr(self, name)
+            if value is not None and not _is_int(value):
+                raise ValueError(f"{name} must be an integer number of tokens (or None), "
+                                 f"got {value!r}")
         if (self.max_length is None) != (self.cache_length is None):
             raise ValueError(
                 "max_length and cache_length go together (DAPO: max_length=16384, "
@@ -97,6 +105,10 @@ class RewardSpec:
     @property
     def shapes_length(self) -> bool:
         return self.max_length is not None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 Tokenizer = Callable[[str], Any]

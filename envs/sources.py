@@ -101,10 +101,18 @@ def _check_problems(problems: Sequence[Any], where: str = "problems") -> list[Pr
     problems = list(problems)
     if not problems:
         raise ValueError(f"{where}: no problems to serve (the list or file is empty)")
+    first: dict[str, int] = {}
     for i, p in enumerate(problems):
         if not isinstance(p, Problem):
             raise TypeError(f"{where}[{i}] must be a verimath.envs.Problem, got "
                             f"{type(p).__name__}")
+        j = first.setdefault(p.id, i)
+        if j != i:  # ids key episodes, metrics and evaluation results: they must be unique
+            raise ValueError(
+                f"{where}: problems {j} and {i} (0-based) share the id {p.id!r}; ids must be "
+                "unique (when combining files prepared separately, give each its own "
+                "`verimath prep --name`)"
+            )
     return problems
 
 

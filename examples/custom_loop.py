@@ -8,6 +8,10 @@ a local transformers causal LM (no download: pass a directory that holds the wei
     python examples/custom_loop.py --env verimath/Linear-v0 --level 2 --attempts 3
     python examples/custom_loop.py --model /path/to/Qwen2.5-0.5B-Instruct --episodes 8
     python examples/custom_loop.py --group 4x8                   # one P x G batch, as trainers do
+    python examples/custom_loop.py --env verimath/Dataset-v0 --path math500.jsonl  # prepared data
+
+In retry mode (``--attempts K``) the env's observation after a wrong answer is the feedback
+alone; the loop keeps the conversation and hands the policy the whole transcript.
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ def calculator_policy(prompt: str) -> str:
     return f"{a} {op} {b} = {result}\nAnswer: {result}"
 
 
-def transformers_policy(model_dir: str, max_new_tokens: int) -> Policy:
-    """Greedy decoding with a local causal LM; responses carry their token counts."""
+def transformers_policy(model_dir: str, max_new_tokens: int, sample: bool = False) -> Policy:
+    """A local causal LM, greedy (or sampling at temperature 1 with ``sample``: a group of
+    greedy responses to one prompt would all be identical); responses carry their token counts.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -47,7 +53,8 @@ def transformers_policy(model_dir: str, max_new_tokens: int) -> Policy:
                                                    tokenize=False, add_generation_prompt=True)
         inputs = tokenizer(prompt, return_tensors="pt")
         with torch.no_grad():
-            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
+            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=sample,
+                                 **({"temperature": 1.0, "top_p": 1.0} if sample else {}))
         new = out[0, inputs["input_ids"].shape[1]:]
         return Response(tokenizer.decode(new, skip_special_tokens=True), num_tokens=len(new))
 
@@ -55,15 +62,18 @@ def transformers_policy(model_dir: str, max_new_tokens: int) -> Policy:
 
 
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, seed: int) -> float:
-    """The plain Gymnasium loop; retry mode continues while ``terminated`` is False."""
+    """The plain Gymnasium loop; retry mode continues while ``terminated`` is False, and the
+    policy then sees the transcript so far (prompt, its answers, the env's feedback)."""
     solved = 0
     obs, info = env.reset(seed=seed)
     for episode in range(episodes):
         if episode:
             obs, info = env.reset()
-        terminated = False
+        transcript, terminated = obs, False
         while not terminated:
-            obs, reward, terminated, truncated, step_info = env.step(policy(obs))
+            response = policy(transcript)
+            obs, reward, terminated, truncated, step_info = env.step(response)
+            transcript += f"\n\n{response}\n\n{obs}"
         solved += step_info["correct"]
         print(f"{info['id']:<32} attempts={step_info['attempt']} reward={reward:+.2f} "
               f"answer={step_info['extracted']!r}")
@@ -83,7 +93,8 @@ def run_group(env_id: str, policy: Policy, num_problems: int, group_size: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="verimath/Arithmetic-v0")
-    parser.add_argument("--level", type=int, default=1)
+    parser.add_argument("--level", type=int, default=1, help="level of generator envs (1..5)")
+    parser.add_argument("--path", help="problem file (verimath prep output) for Dataset-v0")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--attempts", type=int, default=1, help="max_attempts (retry mode > 1)")
     parser.add_argument("--seed", type=int, default=0)
@@ -91,13 +102,14 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--group", help="PxG: run one group batch instead (e.g. 4x8)")
     args = parser.parse_args()
-    policy = (transformers_policy(args.model, args.max_new_tokens) if args.model
-              else calculator_policy)
+    policy = (transformers_policy(args.model, args.max_new_tokens, sample=bool(args.group))
+              if args.model else calculator_policy)
+    source = {"path": args.path} if args.path else {"level": args.level}
     if args.group:
         p, g = (int(x) for x in args.group.lower().split("x"))
-        print(run_group(args.env, policy, p, g, level=args.level))
+        print(run_group(args.env, policy, p, g, **source))
         return
-    env = gym.make(args.env, level=args.level, max_attempts=args.attempts)
+    env = gym.make(args.env, max_attempts=args.attempts, **source)
     accuracy = run_episodes(env, policy, args.episodes, args.seed)
     env.close()
     print(f"accuracy: {accuracy:.2f} over {args.episodes} episodes")

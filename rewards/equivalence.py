@@ -326,7 +326,51 @@ def _mv_parse(answer: str) -> list:
     from math_verify import LatexExtractionConfig, parse
 
     config = [LatexExtractionConfig()]
-    return parse(f"${answer.strip()}$", extraction_config=config, parsing_timeout=None)
+    text = brace_frac_args(answer.strip())
+    return parse(f"${text}$", extraction_config=config, parsing_timeout=None)
+
+
+_FRAC_CMD = re.compile(r"\\[dtc]?frac(?![A-Za-z])")
+_TEX_TOKEN = re.compile(r"\s*(\\[A-Za-z]+|[^\s{}\\])")
+
+
+def brace_frac_args(text: str) -> str:
+    """Brace ``\\frac`` arguments as TeX reads them (a braced group or one token), which
+    math-verify does not: ``\\frac\\pi4`` -> ``\\frac{\\pi}{4}``, ``\\frac ab`` -> ``\\frac{a}{b}``.
+    A ``\\frac`` without two arguments is left as it is."""
+    out, pos = [], 0
+    for match in _FRAC_CMD.finditer(text):
+        if match.start() < pos:
+            continue
+        args, i = [], match.end()
+        for _ in range(2):
+            arg, i = _tex_argument(text, i)
+            if arg is None:
+                break
+            args.append(arg)
+        if len(args) == 2:
+            out += [text[pos : match.start()], "\\frac{", args[0], "}{", args[1], "}"]
+            pos = i
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _tex_argument(text: str, i: int) -> tuple[str | None, int]:
+    """The TeX argument starting at ``text[i]`` (braces dropped) and the index after it."""
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i < len(text) and text[i] == "{":
+        depth = 0
+        for j in range(i, len(text)):
+            if text[j] == "{" and text[j - 1] != "\\":
+                depth += 1
+            elif text[j] == "}" and text[j - 1] != "\\":
+                depth -= 1
+                if depth == 0:
+                    return brace_frac_args(text[i + 1 : j]), j + 1
+        return None, i
+    token = _TEX_TOKEN.match(text, i)
+    return (None, i) if token is None else (token.group(1), token.end())
 
 
 def is_equivalent(

@@ -11,7 +11,8 @@ Styles (``extract_answer(text, style=...)``):
     The DAPO prompt (Yu et al. 2025, arXiv 2503.14476) asks the model to finish with a line
     ``Answer: <x>``. The *last* match of ``answer:`` (case-insensitive, a word on its own,
     spaces allowed before the colon, so ``Final Answer:`` counts) wins; its answer is the rest
-    of that line (or the next non-blank line when the colon ends its line). If that text holds
+    of that line (or the next non-blank line when the colon ends its line; when that line is
+    just a display-math opener, ``$$`` or ``\\[``, the block up to its closer). If that text holds
     a ``\\boxed{...}``, the box content is the answer (an empty box: an empty answer). Then
     ``$``, ``\\(``/``\\)``, ``\\[``/``\\]``, Markdown ``**`` and a trailing period are stripped,
     with surrounding whitespace. An empty answer counts as none and the previous ``Answer:``
@@ -42,6 +43,7 @@ _BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
 _BARE_TOKEN = re.compile(r"[^\s$]+")
 _NON_BLANK = re.compile(r"\S")
 _WRAPPERS = (("\\(", "\\)"), ("\\[", "\\]"))
+_DISPLAY = {"$$": "$$", "\\[": "\\]"}  # display-math openers and their closers
 _CLEAN_ROUNDS = 4
 
 
@@ -70,14 +72,17 @@ def extract_answer(text: str, style: str = "auto") -> str | None:
 def _extract_dapo(text: str) -> str | None:
     """The answer of the last non-empty ``Answer:`` line (see the module docstring)."""
     marks = [m.end() for m in _ANSWER_MARK.finditer(text)]
+    # Last closer of each display block: an unclosed block is settled without a scan, which
+    # keeps many "Answer:" marks before unclosed blocks linear.
+    last_closer = {c: text.rfind(c) for c in _DISPLAY.values()} if marks else {}
     for end in reversed(marks):
-        answer = _answer_after(text, end)
+        answer = _answer_after(text, end, last_closer)
         if answer:
             return answer
     return None
 
 
-def _answer_after(text: str, start: int) -> str | None:
+def _answer_after(text: str, start: int, last_closer: dict[str, int]) -> str | None:
     """The cleaned answer that follows an ``Answer:`` mark ending at ``start``."""
     line_end = text.find("\n", start)
     line = text[start:] if line_end < 0 else text[start:line_end]
@@ -89,6 +94,15 @@ def _answer_after(text: str, start: int) -> str | None:
         start = nxt.start()
         stop = text.find("\n", start)
         line = text[start:] if stop < 0 else text[start:stop]
+    closer = _DISPLAY.get(line.strip(" \t\r*"))
+    if closer is not None:
+        # A display block opened alone on the line ("$$" or "\[" then the answer on the
+        # lines below): the answer is the block's content, up to its closer.
+        begin = text.index(line.strip(" \t\r*"), start) + 2
+        if last_closer[closer] < begin:
+            return None
+        end = text.find(closer, begin)
+        start, line = begin, text[begin:end]
     box = _BOX_OPENER.search(line)
     if box is not None:
         boxed = _box_content(text, start + box.start(), start + box.end())

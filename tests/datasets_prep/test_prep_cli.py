@@ -113,6 +113,8 @@ def test_integer_answers_and_decontamination(tmp_path, capsys):
         (["--output", "o.jsonl", "--ngram", "0"], "--ngram must be >= 1"),
         (["--output", "o.jsonl", "--min-coverage", "1.5"], "--min-coverage must be between"),
         (["--output", "o.jsonl", "--decontaminate-against", "RAW"], "convert the eval set first"),
+        (["--output", "o.jsonl", "--decontaminate-against", "missing.jsonl"],
+         "--decontaminate-against missing.jsonl: no such file"),
     ],
 )
 def test_bad_options_exit_1(tmp_path, capsys, argv, message):
@@ -120,6 +122,19 @@ def test_bad_options_exit_1(tmp_path, capsys, argv, message):
     argv = [src if a == "RAW" else a for a in argv]  # a raw dataset, not a problem file
     assert main(["prep", "gsm8k", "--input", src, *argv]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_missing_pyarrow_fails_before_the_work(tmp_path, capsys, monkeypatch):
+    import verimath.envs.problem as problem_module
+
+    def no_pyarrow():
+        raise ImportError("parquet files need pyarrow")
+
+    monkeypatch.setattr(problem_module, "_import_pyarrow", no_pyarrow)
+    src = write_jsonl(tmp_path / "t.jsonl", [{"question": "q", "answer": "#### 1"}])
+    assert main(["prep", "gsm8k", "--input", src, "--output", str(tmp_path / "o.parquet")]) == 1
+    out, err = capsys.readouterr()
+    assert "parquet files need pyarrow" in err and "read" not in out
 
 
 def test_nothing_kept_exits_1(tmp_path, capsys):

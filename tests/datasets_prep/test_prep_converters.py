@@ -55,6 +55,14 @@ def test_math_prefers_answer_field_then_last_boxed():
     assert p.meta["level"] == 2 and p.meta["subject"] == "Algebra"
 
 
+def test_math_blank_answer_cell_falls_back_to_the_box():
+    row = {"problem": "P", "solution": "so \\boxed{\\frac{1}{2}}.", "answer": "  "}
+    assert mathds.convert(raw(row)).answer == "\\frac{1}{2}"
+    with pytest.raises(RowError, match="empty, and no 'solution'") as err:
+        mathds.convert(raw({"problem": "P", "answer": ""}))
+    assert err.value.field == "answer"
+
+
 def test_math_original_layout_level_and_type():
     row = {"problem": "P", "solution": "so \\boxed{7}.", "type": "Geometry", "level": "Level 4"}
     p = mathds.convert(raw(row))

@@ -14,8 +14,9 @@ meta_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=6,
 )
-problems = st.builds(Problem, id=st.text(max_size=20), prompt=st.text(max_size=80),
-                     answer=st.text(max_size=20), source=st.text(max_size=10),
+non_blank = st.text(min_size=1, max_size=20).filter(str.strip)
+problems = st.builds(Problem, id=non_blank, prompt=st.text(max_size=80),
+                     answer=non_blank, source=st.text(max_size=10),
                      meta=st.dictionaries(st.text(max_size=8), meta_values, max_size=4))
 
 
@@ -36,6 +37,8 @@ def test_jsonl_round_trip_of_any_text(tmp_path_factory, items):
         ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": "{x"}', "'meta' is not valid JSON"),
         ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": [1]}', "'meta' must be an object"),
         ('{"id": "a", "prompt": "p"', "invalid JSON"),
+        ('{"id": "a", "prompt": "p", "answer": " ", "source": "s"}', "field 'answer' is empty"),
+        ('{"id": "", "prompt": "p", "answer": "1", "source": "s"}', "field 'id' is empty"),
     ],
 )
 def test_broken_problem_files_name_file_and_line(tmp_path, line, pattern):
@@ -44,6 +47,19 @@ def test_broken_problem_files_name_file_and_line(tmp_path, line, pattern):
     path.write_text(good + "\n\n" + line + "\n")
     with pytest.raises(ProblemFileError, match=rf"^{path}:3: .*{pattern}"):
         read_problems(path)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_writer_refuses_what_the_reader_would_refuse(tmp_path, suffix):
+    good = Problem(id="a", prompt="p", answer="1", source="s")
+    path = tmp_path / f"p{suffix}"
+    cases = [(Problem(id="b", prompt="p", answer=" ", source="s"), "field 'answer' is empty"),
+             (Problem(id="c", prompt="p", answer="1", source="s", meta={"x": {1, 2}}),
+              "field 'meta' is not JSON serializable")]
+    for bad, pattern in cases:
+        with pytest.raises(ProblemFileError, match=rf"^{path}: problem 1 .*{pattern}"):
+            write_problems([good, bad], path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_suffixes_are_refused(tmp_path):

@@ -26,6 +26,21 @@ def test_custom_loop_calculator_solves_level_one():
     assert example.run_episodes(retry, example.calculator_policy, episodes=3, seed=0) < 1.0
 
 
+def test_custom_loop_retry_mode_keeps_the_conversation():
+    example = load("examples/custom_loop.py")
+    seen = []
+
+    def stubborn(prompt):
+        seen.append(prompt)
+        return "Answer: -12345"
+
+    env = gym.make("verimath/Linear-v0", level=1, max_attempts=3)
+    assert example.run_episodes(env, stubborn, episodes=1, seed=0) == 0.0
+    problem = env.unwrapped.problem.prompt
+    assert len(seen) == 3 and all(problem in prompt for prompt in seen)
+    assert seen[2].count("Your answer -12345 is not correct") == 2
+
+
 def test_custom_loop_group_round_has_p_by_g_rewards():
     example = load("examples/custom_loop.py")
     rewards = example.run_group("verimath/Arithmetic-v0", example.calculator_policy, 3, 4, level=1)

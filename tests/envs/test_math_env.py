@@ -173,6 +173,16 @@ def test_dataset_errors_name_the_file_and_row(tmp_path):
         env.reset(seed=0)  # ... the file is read on first reset
 
 
+def test_dataset_ids_must_be_unique(tmp_path):
+    path = tmp_path / "twice.jsonl"
+    clash = Problem(id=TOY[0].id, prompt="another prompt", answer="7", source="other")
+    write_problems([TOY[0], TOY[1], clash], path)
+    with pytest.raises(ValueError, match=r"twice.jsonl: problems 0 and 2 .* share the id"):
+        MathEnv(path=path).reset(seed=0)
+    with pytest.raises(ValueError, match="share the id"):
+        MathEnv(problems=[TOY[0], TOY[0]])
+
+
 def test_render_ansi_and_close_twice():
     env = MathEnv(problems=TOY[:1], render_mode="ansi")
     env.reset(seed=0)

@@ -51,8 +51,10 @@ def test_response_is_a_str_with_a_token_count():
     assert isinstance(r, str) and r == "Answer: 1" and r.num_tokens == 4
     again = pickle.loads(pickle.dumps(r))
     assert again == r and again.num_tokens == 4
-    with pytest.raises(ValueError, match="num_tokens"):
-        Response("x", num_tokens=-1)
+    assert Response("x", num_tokens=np.int64(3)).num_tokens == 3
+    for bad in (-1, 2.5, "3", True):  # no silent truncation or parsing of a token count
+        with pytest.raises(ValueError, match="num_tokens"):
+            Response("x", num_tokens=bad)
 
 
 @settings(max_examples=100, deadline=None)
@@ -101,7 +103,11 @@ def test_score_responses_rejects_non_text():
 
 
 @pytest.mark.parametrize("bad", [{"correct_reward": float("inf")}, {"timeout": 0},
-                                 {"wrong_reward": True}, {"cache_length": 4}])
+                                 {"wrong_reward": True}, {"cache_length": 4},
+                                 {"mode": "exact"},
+                                 {"max_length": 10.5, "cache_length": 2},
+                                 {"max_length": "10", "cache_length": 2},
+                                 {"max_length": 10, "cache_length": True}])
 def test_reward_spec_validation(bad):
     with pytest.raises(ValueError):
         RewardSpec(**bad)

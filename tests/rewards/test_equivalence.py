@@ -11,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from verimath.rewards import equivalence as eq
 from verimath.rewards.equivalence import (
+    brace_frac_args,
     fast_verdict,
     is_equivalent,
     looks_like_code,
@@ -276,6 +277,9 @@ def test_symbolic_never_evaluates_code(tmp_path, monkeypatch):
         ("\\frac{\\pi}{2}", "\\pi/2", True), ("0.333333", "\\frac13", True),
         ("(x-1)(x+1)", "x^2-1", True), ("\\sqrt{2}", "\\sqrt{3}", False), ("\\pi", "3.14", False),
         ("[1,2]", "(1,2)", False), ("2\\pi", "\\pi", False),
+        # brace-less \frac arguments, which math-verify alone mis-reads
+        ("\\frac\\pi4", "\\frac{\\pi}{4}", True), ("\\frac{\\pi}{4}", "\\dfrac\\pi 4", True),
+        ("\\frac ab", "a/b", True), ("\\frac\\pi3", "\\frac{\\pi}{4}", False),
     ],
 )
 def test_symbolic_verdict_examples(pred, gold, expected):
@@ -291,3 +295,23 @@ def test_is_equivalent_uses_the_pool_when_undecided():
     assert is_equivalent("5\\sqrt{2}", "\\sqrt{50}") is True
     assert is_equivalent("5\\sqrt{3}", "\\sqrt{50}") is False
     assert is_equivalent("5\\sqrt{2}", "\\sqrt{50}", mode="integer") is False
+
+
+_TEX_ARGS = st.sampled_from(["1", "7", "a", "x", "\\pi", "\\alpha", "{12}", "{\\sqrt{3}}", "{x+1}"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TEX_ARGS, _TEX_ARGS, st.sampled_from(["", " "]), st.sampled_from(["frac", "dfrac", "tfrac"]))
+def test_brace_frac_args_reads_arguments_as_tex_does(a, b, space, name):
+    lead = " " if a[0].isalpha() else space  # "\\fraca" is another command
+    sep = " " if a.startswith("\\") and b[0].isalpha() else space  # so is "\\pia"
+    text = f"3+\\{name}{lead}{a}{sep}{b}-y"
+    inner = [x[1:-1] if x.startswith("{") else x for x in (a, b)]
+    braced = f"3+\\frac{{{inner[0]}}}{{{inner[1]}}}-y"
+    assert brace_frac_args(text) == braced
+    assert brace_frac_args(braced) == braced  # idempotent; braced input is left alone
+
+
+@pytest.mark.parametrize("text", ["\\frac", "\\frac{1", "\\frac{a}", "x\\fraction", "\\frac12}"])
+def test_brace_frac_args_leaves_incomplete_fracs_alone(text):
+    assert brace_frac_args(text) == (text if text != "\\frac12}" else "\\frac{1}{2}}")

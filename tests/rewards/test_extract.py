@@ -47,6 +47,12 @@ prose = st.text(st.sampled_from(list("abcdefg ,;\n0123456789")), max_size=60)
         ("Answer:", "dapo", None),
         ("Answer: 3\nAnswer: \\boxed{ }", "dapo", "3"),
         ("Answer: \\boxed{12", "dapo", "\\boxed{12"),
+        # the answer in a display block below the mark
+        ("Answer:\n$$\n12\n$$", "dapo", "12"),
+        ("Answer:\n\\[\n\\boxed{\\frac{1}{2}}\n\\]\nDone.", "dapo", "\\frac{1}{2}"),
+        ("Answer: $$\nx = 1,\ny = 2\n$$", "dapo", "x = 1,\ny = 2"),
+        ("Answer: 3\nAnswer:\n\\[\n12", "dapo", "3"),  # unclosed block: the previous mark
+        ("Answer:\n$$\n$$", "dapo", None),
         ("thus \\boxed{\\frac{\\sqrt{3}}{2}}.", "boxed", "\\frac{\\sqrt{3}}{2}"),
         ("\\boxed{1} then \\boxed{2}", "boxed", "2"),
         ("\\boxed{a{b}c} tail", "boxed", "a{b}c"),
@@ -137,10 +143,12 @@ def _seconds(fn, *args) -> float:
         "Answer: \\boxed{" * 50_000,
         "Answer: " + "$" * 500_000 + "x" + "*" * 500_000,
         "\x00\ud800" * 300_000 + "Answer: 1",
+        "Answer:\n\\[\n" * 100_000,
+        "Answer:\n\\[\n\\]\n" * 100_000,
     ],
     ids=["1MB", "nested-braces", "nested-boxes", "unclosed-boxes", "escaped-braces",
          "answer-marks", "empty-answer-lines", "answer-unclosed-boxes", "dollar-runs",
-         "nul-surrogates"],
+         "nul-surrogates", "unclosed-display-blocks", "empty-display-blocks"],
 )
 def test_hostile_text_is_linear_time(text):
     for style in extract_module.STYLES:
