@@ -2,6 +2,7 @@
 
     python benchmarks/bench_rewards.py            # 512 problems x 16 samples = 8,192 responses
     python benchmarks/bench_rewards.py --quick    # 64 problems x 16 samples
+    python benchmarks/bench_rewards.py --cas-percent 0    # no answer needs math-verify
 
 Part 1 scores model-like responses (reasoning prose, then an ``Answer: $...$`` line or a
 ``\\boxed{}``; correct answers, equivalent spellings, wrong answers, missing answers and a
@@ -9,7 +10,13 @@ few pathological ones) twice in the same run: with ``score_batch`` and with the 
 would write, ``math_verify.parse`` + ``math_verify.verify`` per sample (math-verify's own
 signal timeouts, same number of seconds). It prints both times, the speed ratio, and the
 verdict agreement over items where the loop did not time out, with examples of each kind of
-disagreement. Part 2 times the overlong penalty on 1M lengths: numba vs numpy vs a Python loop.
+disagreement, and a breakdown of score_batch's time (extraction, fast path, pool). Timed
+"without pathological" too: the loop spends ``timeout`` seconds on each of the 4 exponent
+towers and factorials, which the size guard settles at once, so "all" flatters score_batch.
+The ratio depends mostly on the share of pairs only a CAS can decide (``--cas-percent``,
+rational functions): score_batch settles everything else in the caller, exactly.
+
+Part 2 times the overlong penalty on 1M lengths: numba vs numpy vs a Python loop.
 
 Targets (issue 2): score_batch >= 20x the loop with the same verdicts; numba >= numpy speed.
 """
@@ -31,14 +38,19 @@ FILLER = [
 ]
 
 
-# Answer kinds, weighted roughly like MATH's test set (mostly integers, then fractions,
-# then radicals, multiples of pi, polynomials, intervals and tuples).
-KIND_WEIGHTS = np.array([45, 10, 15, 5, 7, 5, 5, 4, 4], dtype=float) / 100
+def kind_weights(cas_percent: float) -> np.ndarray:
+    """Answer kinds, weighted roughly like MATH's test set: mostly integers, then fractions,
+    decimals, radicals, multiples of pi, polynomials, intervals, tuples, and
+    ``cas_percent``% rational functions (taken from the integers). Rational functions are
+    the one kind that needs a CAS: math-verify decides them in the pool."""
+    if not 0 <= cas_percent <= 45:
+        raise ValueError(f"--cas-percent must be in [0, 45], got {cas_percent}")
+    return np.array([45 - cas_percent, 10, 15, 5, 7, 5, 5, 4, 4, cas_percent], dtype=float) / 100
 
 
-def make_problem(rng: np.random.Generator) -> tuple[str, list[str], list[str]]:
+def make_problem(rng: np.random.Generator, weights: np.ndarray) -> tuple[str, list[str], list[str]]:
     """A gold answer, equivalent spellings of it (first = canonical), and wrong answers."""
-    kind = rng.choice(len(KIND_WEIGHTS), p=KIND_WEIGHTS)
+    kind = rng.choice(len(weights), p=weights)
     a, b = int(rng.integers(2, 60)), int(rng.integers(2, 13))
     if kind == 0:
         return str(a * 37), [str(a * 37), f"{a * 37}.0", f"{a * 37:,}"], [str(a * 37 + 1), str(-a * 37)]
@@ -62,7 +74,10 @@ def make_problem(rng: np.random.Generator) -> tuple[str, list[str], list[str]]:
     if kind == 7:
         return (f"(-{b}, {a}]", [f"(-{b}, {a}]", f"\\left(-{b},{a}\\right]", f"(-{b},{a}]"],
                 [f"[-{b}, {a}]", f"(-{b}, {a})"])
-    return f"({b}, {a})", [f"({b}, {a})", f"\\left( {b}, {a} \\right)", f"({b},{a})"], [f"({a}, {b + a})"]
+    if kind == 8:
+        return f"({b}, {a})", [f"({b}, {a})", f"\\left( {b}, {a} \\right)", f"({b},{a})"], [f"({a}, {b + a})"]
+    return (f"\\frac{{{a}}}{{x+{b}}}", [f"\\frac{{{a}}}{{x+{b}}}", f"\\frac{{{a}}}{{{b}+x}}", f"\\frac{{{2 * a}}}{{2x+{2 * b}}}"],
+            [f"\\frac{{{a}}}{{x-{b}}}", f"\\frac{{{a + 1}}}{{x+{b}}}"])
 
 
 def make_response(rng: np.random.Generator, answer: str | None) -> str:
@@ -76,13 +91,16 @@ def make_response(rng: np.random.Generator, answer: str | None) -> str:
     return body + f"So the final answer is $\\boxed{{{answer}}}$."
 
 
-def make_dataset(problems: int, samples: int, seed: int) -> tuple[list[str], list[str], list[str]]:
+def make_dataset(
+    problems: int, samples: int, seed: int, cas_percent: float = 5.0
+) -> tuple[list[str], list[str], list[str]]:
     """Responses, golds and a category per response ("right", "equiv", "wrong", ...)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    weights = kind_weights(cas_percent)
     responses, golds, kinds = [], [], []
     pathological = ["9^{9^{9^{9}}}", "2^{10^{10}}", "(10^{10})!", "10^{10^{10^{10}}}"]
     for p in range(problems):
-        gold, right, wrong = make_problem(rng)
+        gold, right, wrong = make_problem(rng, weights)
         for s in range(samples):
             u = rng.random()
             if p % 128 == 7 and s == 0:  # a few: 4 in 8,192
@@ -131,11 +149,12 @@ def timed_score_batch(responses, golds, timeout: float):
         return scores, time.perf_counter() - t0, pool.workers
 
 
-def bench_scoring(problems: int, samples: int, timeout: float, seed: int) -> None:
-    responses, golds, kinds = make_dataset(problems, samples, seed)
+def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_percent: float) -> None:
+    responses, golds, kinds = make_dataset(problems, samples, seed, cas_percent)
     n = len(responses)
     clean = [i for i in range(n) if kinds[i] != "pathological"]
-    print(f"== scoring {n} responses ({problems} problems x {samples} samples), timeout {timeout} s")
+    print(f"== scoring {n} responses ({problems} problems x {samples} samples, {cas_percent:g}% "
+          f"needing a CAS), timeout {timeout} s")
     print(f"   categories: {dict(Counter(kinds))}")
     scores, batch_s, workers = timed_score_batch(responses, golds, timeout)
     _, clean_s, _ = timed_score_batch([responses[i] for i in clean], [golds[i] for i in clean], timeout)
@@ -143,6 +162,7 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int) -> Non
     print(f"   score_batch ({workers} workers): {batch_s:7.2f} s all ({n / batch_s:,.0f}/s), "
           f"{clean_s:.2f} s without pathological; {unique} unique pairs, "
           f"{int(scores.timed_out.sum())} timeouts")
+    print_breakdown(responses, golds)
     loop, loop_to, seconds = loop_math_verify(responses, golds, timeout)
     loop_s, loop_clean_s = sum(seconds), sum(seconds[i] for i in clean)
     print(f"   parse+verify loop:        {loop_s:7.2f} s all ({n / loop_s:,.0f}/s), "
@@ -157,6 +177,22 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int) -> Non
         i = next(j for j in agree if (kinds[j], loop[j], bool(scores.correct[j])) == (kind, lv, bv))
         print(f"     {count:5d} x {kind:12s} loop={lv!s:5s} batch={bv!s:5s} e.g. gold {golds[i]!r}, "
               f"extracted {scores.extracted[i]!r}")
+
+
+def print_breakdown(responses, golds) -> None:
+    """Where score_batch's time goes: extraction and fast path (in the caller), the pool."""
+    from verimath.rewards.equivalence import fast_verdict
+    from verimath.rewards.extract import extract_answer
+
+    t0 = time.perf_counter()
+    extracted = [extract_answer(text) for text in responses]
+    t1 = time.perf_counter()
+    unique = {(p, g) for p, g in zip(extracted, golds) if p is not None}
+    undecided = [pair for pair in unique if fast_verdict(*pair) is None]
+    t2 = time.perf_counter()
+    print(f"   breakdown: extraction {1e3 * (t1 - t0):.0f} ms, dedup + fast path {1e3 * (t2 - t1):.0f} ms "
+          f"({len(unique)} unique pairs), {len(undecided)} pairs sent to the pool: "
+          f"{[p for p, _ in undecided][:4]}...")
 
 
 def bench_overlong(n: int, seed: int) -> None:
@@ -197,10 +233,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="64 problems instead of 512")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per verification")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cas-percent", type=float, default=5.0,
+                        help="share of problems whose answers only a CAS decides (default 5)")
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     bench_overlong(1_000_000, args.seed)
-    bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed)
+    bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed, args.cas_percent)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,14 @@ trailing unit (a ``\\text{...}`` after a number, or a unit word such as ``cm``, 
 = ``1500``, ``10^{5}`` = ``1e5``.
 A percent sign is optional on either side: ``10\\%`` matches ``10`` and ``0.1`` (as in
 math-verify). Parenthesised/bracketed lists of numbers are compared element-wise
-(intervals and tuples keep order and bracket types; ``\\{...\\}`` sets ignore order).
+(intervals and tuples keep order and bracket types; ``\\{...\\}`` sets ignore order);
+intervals with different bracket kinds differ (``(1, 2]`` is not ``[1, 2]``). Distinct
+integers always differ; other unequal numbers differ unless math-verify's rounding to 6
+decimal places could merge them (then it decides). Products of a rational, square roots
+and ``\\pi`` are compared exactly (``2\\sqrt{3}`` = ``\\sqrt{12}`` = ``\\sqrt3\\cdot2``,
+``\\frac{\\pi}{2}`` = ``\\frac12\\pi``), and so are polynomials in one variable with
+rational coefficients (``(x+6)^2`` = ``x^2+12x+36``; ``polynomials.py``). The exact rules
+are in ``fast_path.py``.
 
 Asymmetry: math-verify's ``verify(gold, target)`` is not symmetric, so the gold is always
 passed first. The fast path is symmetric.
@@ -39,7 +46,17 @@ Python-code tokens (``__``, ``import``, ``eval``, ``exec``, ``lambda`` without a
 from __future__ import annotations
 
 import re
-from fractions import Fraction
+
+from verimath.rewards.fast_path import (
+    compare_lists,
+    compare_numbers,
+    integer_digits,
+    parse_list,
+    parse_number,
+    parse_surd,
+)
+from verimath.rewards.polynomials import parse_polynomial
+from verimath.rewards.size_guard import is_intractable
 
 __all__ = [
     "MODES",
@@ -52,10 +69,7 @@ __all__ = [
 
 MODES = ("symbolic", "integer", "string")
 MAX_FAST_CHARS = 400  # longer answers skip normalization: exact equality or undecided
-MAX_DIGITS = 80  # digits in one number literal on the fast path
-MAX_EXPONENT = 120  # |k| in 1.5e{k} / 1.5\times10^{k} on the fast path
 MAX_SYMBOLIC_CHARS = 2000  # longer answers are never sent to sympy: verdict False
-CLOSE_REL = Fraction(1, 10**5)  # unequal numbers this close are left to math-verify
 
 _SPACING = re.compile(
     r"\\(?:displaystyle|left|right|[bB]igg?[lr]?|quad|qquad)(?![A-Za-z])|\\[,;:! ]|~|\\\$|\$"
@@ -79,25 +93,10 @@ _UNIT_SUFFIX = re.compile(rf"(?<=[0-9}}])(?:{_UNIT_WORDS})(?:\^\{{?[23]\}}?|Â²|Â
 _VAR_PREFIX = re.compile(r"^[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=(?=[^=]+$)")
 _FRAC_NAMES = re.compile(r"\\[dtc]frac")
 
-_NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-_LITERAL = re.compile(
-    rf"(?P<sign>[+-]?)(?P<num>{_NUM})"
-    r"(?:[eE](?P<e1>[+-]?[0-9]+)|(?:\\times|\\cdot)10\^(?:\{(?P<e2>[+-]?[0-9]+)\}|(?P<e3>[0-9])))?",
-    re.ASCII,
-)
-_FRAC = re.compile(
-    r"(?P<sign>[+-]?)(?P<whole>[0-9]+)?\\frac"
-    r"(?:\{(?P<a>[^{}]*)\}|(?P<ad>[0-9]))(?:\{(?P<b>[^{}]*)\}|(?P<bd>[0-9]))",
-    re.ASCII,
-)
-_POW10 = re.compile(r"10\^(?:\{(?P<e>[+-]?[0-9]{1,6})\}|(?P<d>[0-9]))", re.ASCII)
-_INTEGER = re.compile(r"[+-]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)", re.ASCII)
 _CODE = re.compile(
     r"__|(?<!\\)\b(?:import|eval|exec|lambda|getattr|setattr|delattr|globals|locals|"
     r"compile|subprocess|builtins|breakpoint)\b|\b(?:os|sys)\s*\.|\b(?:open|input|print)\s*\("
 )
-_OPENERS = ("(", "[", "\\{")
-_CLOSERS = (")", "]", "\\}")
 
 
 def normalize_answer(answer: str) -> str:
@@ -149,145 +148,34 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     if mode == "string":
         return p == g and p != ""
     if mode == "integer":
-        a, b = _integer_digits(p), _integer_digits(g)
+        a, b = integer_digits(p), integer_digits(g)
         return a is not None and a == b
     if p == g:
         return p != "" or None
-    a, b = _parse_number(p), _parse_number(g)
+    a, b = parse_number(p), parse_number(g)
     if a is not None and b is not None:
-        return _compare_numbers(a, b)
-    tp, tg = _parse_list(p), _parse_list(g)
+        return compare_numbers(a, b)
+    tp, tg = parse_list(p), parse_list(g)
     if tp is not None and tg is not None:
-        return _compare_lists(tp, tg)
-    return None
+        return compare_lists(tp, tg)
+    sp, sg = parse_surd(p), parse_surd(g)
+    if sp is not None and sg is not None:
+        return sp == sg
+    return _compare_polynomials(parse_polynomial(p), parse_polynomial(g))
+
+
+def _compare_polynomials(a, b) -> bool | None:
+    """Same variable (or a constant): equal coefficients; two different variables: None."""
+    if a is None or b is None:
+        return None
+    if a[0] and b[0] and a[0] != b[0]:
+        return None  # "t^2" vs "x^2": renaming is math-verify's call
+    return a[1] == b[1]
 
 
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown equivalence mode {mode!r}; expected one of {MODES}")
-
-
-def _integer_digits(text: str) -> str | None:
-    """Canonical digits of an integer spelling (sign kept, commas and leading zeros dropped)."""
-    if not _INTEGER.fullmatch(text):
-        return None
-    sign = "-" if text.startswith("-") else ""
-    digits = text.lstrip("+-").replace(",", "").lstrip("0")
-    return sign + digits if digits else "0"
-
-
-def _parse_literal(match: re.Match) -> Fraction | None:
-    """Value of a ``_LITERAL`` match, or None when digit/exponent bounds are exceeded."""
-    num = match.group("num").replace(",", "")
-    exp = match.group("e1") or match.group("e2") or match.group("e3") or "0"
-    if len(num) > MAX_DIGITS or abs(int(exp)) > MAX_EXPONENT or num in (".", ""):
-        return None
-    value = Fraction(num) * Fraction(10) ** int(exp)
-    return -value if match.group("sign") == "-" else value
-
-
-def _parse_number(text: str) -> tuple[Fraction, bool] | None:
-    """``(value, has_percent)`` for a plain number, fraction or mixed number, else None."""
-    percent = text.endswith("%")
-    body = text[:-1] if percent else text
-    if body.startswith("(") and body.endswith(")") and "," not in body:
-        body = body[1:-1]  # "(5)" is 5; "(1,2)" is a list
-    literal = _LITERAL.fullmatch(body)
-    power = _POW10.fullmatch(body)
-    if literal is not None:
-        value = _parse_literal(literal)
-    elif power is not None:
-        exp = int(power.group("e") or power.group("d"))
-        value = Fraction(10) ** exp if abs(exp) <= MAX_EXPONENT else None
-    elif "/" in body and body.count("/") == 1:
-        value = _ratio(*body.split("/"))
-    else:
-        value = _parse_frac(body)
-    return None if value is None else (value, percent)
-
-
-def _ratio(top: str, bottom: str) -> Fraction | None:
-    """``top / bottom`` when both are plain number literals and ``bottom != 0``."""
-    a, b = _LITERAL.fullmatch(top), _LITERAL.fullmatch(bottom)
-    if a is None or b is None:
-        return None
-    num, den = _parse_literal(a), _parse_literal(b)
-    if num is None or den is None or den == 0:
-        return None
-    return num / den
-
-
-def _parse_frac(text: str) -> Fraction | None:
-    """``\\frac{a}{b}``, ``\\frac12``, ``-\\frac{a}{b}`` and mixed ``2\\frac{1}{2}`` (= 5/2)."""
-    match = _FRAC.fullmatch(text)
-    if match is None:
-        return None
-    value = _ratio(match.group("a") or match.group("ad"), match.group("b") or match.group("bd"))
-    if value is None:
-        return None
-    whole = match.group("whole")
-    if whole is not None:
-        if value < 0 or len(whole) > MAX_DIGITS:
-            return None  # "2\frac{-1}{2}" is no mixed number
-        value += int(whole)
-    return -value if match.group("sign") == "-" else value
-
-
-def _compare_numbers(a: tuple[Fraction, bool], b: tuple[Fraction, bool]) -> bool | None:
-    """Equal values -> True; values so close that rounding may matter -> None; else False."""
-    (va, pa), (vb, pb) = a, b
-    candidates = [(va, vb)]
-    if pa != pb:  # "10%" matches both 10 and 0.1
-        candidates.append((va / 100, vb) if pa else (va, vb / 100))
-    if any(x == y for x, y in candidates):
-        return True
-    if any(_close(x, y) for x, y in candidates):
-        return None
-    return False
-
-
-def _close(x: Fraction, y: Fraction) -> bool:
-    return abs(x - y) <= CLOSE_REL * max(1, abs(x), abs(y))
-
-
-def _parse_list(text: str) -> tuple[str, list[Fraction]] | None:
-    """``(brackets, numbers)`` for ``(1,2)``, ``[0,\\frac12)``, ``\\{3,1\\}``; else None."""
-    left = next((b for b in _OPENERS if text.startswith(b)), None)
-    close = next((b for b in _CLOSERS if text.endswith(b)), None)
-    if left is None or close is None or len(text) < len(left) + len(close):
-        return None
-    inner = text[len(left) : len(text) - len(close)]
-    if any(c in inner for c in "()[]") or "\\{" in inner:
-        return None
-    values = []
-    for item in inner.split(","):
-        parsed = _parse_number(item)
-        if parsed is None or parsed[1]:
-            return None
-        values.append(parsed[0])
-    return left + close, values
-
-
-def _compare_lists(a: tuple[str, list[Fraction]], b: tuple[str, list[Fraction]]) -> bool | None:
-    """Same brackets: compare in order (``\\{\\}``: as sets); other brackets: undecided.
-
-    Unequal lists with a pair of close but unequal entries are left to math-verify, which
-    rounds (see ``CLOSE_REL``).
-    """
-    (ka, va), (kb, vb) = a, b
-    if ka != kb:
-        return None
-    if ka == "\\{\\}":
-        if set(va) == set(vb):
-            return True
-        pairs = [(x, y) for x in va for y in vb]
-    elif len(va) != len(vb):
-        return False if ka in ("()", "[]") else None
-    elif va == vb:
-        return True
-    else:
-        pairs = list(zip(va, vb))
-    return None if any(x != y and _close(x, y) for x, y in pairs) else False
 
 
 def looks_like_code(text: str) -> bool:
@@ -300,9 +188,10 @@ def symbolic_verdict(pred: str, gold: str) -> bool:
 
     Runs in this process with math-verify's own timeouts disabled (``signal.alarm`` breaks
     in threads and pools): the caller bounds the time. Only LaTeX extraction is used (never
-    math-verify's ``parse_expr``-based expression extraction); answers with code-like tokens
-    or longer than
-    ``MAX_SYMBOLIC_CHARS`` are ``False``. Any exception is ``False``.
+    math-verify's ``parse_expr``-based expression extraction); answers with code-like tokens,
+    longer than ``MAX_SYMBOLIC_CHARS``, or with astronomically large integer powers or
+    factorials (``size_guard.is_intractable``: ``2^{10^{10}}``, ``(10^{10})!``) are
+    ``False`` at once. Any exception is ``False``.
     """
     try:
         if not isinstance(pred, str) or not isinstance(gold, str):
@@ -311,6 +200,8 @@ def symbolic_verdict(pred: str, gold: str) -> bool:
             return False
         if looks_like_code(pred) or looks_like_code(gold):
             return False
+        if is_intractable(pred) or is_intractable(gold):
+            return False  # what the pool's timeout would decide, without the wait
         gold_parsed, pred_parsed = _mv_parse(gold), _mv_parse(pred)
         if not gold_parsed or not pred_parsed:
             return False

@@ -17,6 +17,17 @@ import socket
 from multiprocessing.connection import Connection
 
 SPAWN, KILL = b"s", b"k"
+# One pair of each common answer shape: sympy's first call on a shape imports modules and
+# fills caches (tens to hundreds of ms); done in the zygote, every forked worker inherits it.
+WARM_UP = (
+    ("1/2", "0.5"), ("x^2+1", "1+x^2"), ("\\frac{\\sqrt{2}}{2}", "1"),
+    ("(x-3)^2", "x^2+6x+9"), ("(x+3)^2", "x^2+6x+9"), ("2\\sqrt{3}", "\\sqrt{12}"),
+    ("\\pi \\cdot 4", "4\\pi"), ("3\\pi", "4\\pi"), ("(1, 2]", "[1, 2)"), ("(1, 2)", "(1, 3)"),
+    ("\\{1, 2\\}", "\\{2, 1\\}"), ("x = 2", "2"), ("0.333333", "\\frac{1}{3}"),
+    ("y = 2x + 1", "2x+1"), ("x^2 - 4 = 0", "x = 2"), ("\\frac{\\pi}{3}", "60^\\circ"),
+    ("[0, \\infty)", "x \\geq 0"), ("\\sin x", "\\cos x"), ("e^{2}", "e^2"),
+    ("\\frac{4}{2x+2}", "\\frac{2}{x+1}"), ("\\frac{3}{x-1}", "\\frac{3}{1+x}"),
+)
 
 
 def resolve_verdict(path: str = ""):
@@ -47,7 +58,7 @@ def zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> Non
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # we bound time ourselves
     control = socket.socket(fileno=control_fd)
     verdict = resolve_verdict(verdict_path)
-    for pred, gold in (("1/2", "0.5"), ("x^2+1", "1+x^2"), ("\\frac{\\sqrt{2}}{2}", "1")):
+    for pred, gold in WARM_UP:
         try:  # first calls build parser tables and caches; do it once, before any fork
             verdict(pred, gold)
         except Exception:  # noqa: S110 - warm-up only

@@ -81,15 +81,16 @@ def test_empty_batch():
 
 def test_only_unique_undecided_pairs_reach_the_pool():
     pool = RecordingPool()
-    responses = ["Answer: x+1"] * 16 + ["Answer: 1+x"] * 8 + ["Answer: 3"] * 8 + ["none"] * 4
+    undecided = "\\frac{x^2-1}{x-1}"  # a rational function: only math-verify decides it
+    responses = ["Answer: x+1"] * 16 + [f"Answer: {undecided}"] * 8 + ["Answer: 3"] * 8 + ["none"] * 4
     golds = ["x+1"] * 36
     got = score_with_pool(pool, responses, golds)
-    # "x+1" == "x+1" is settled by the exact path; "3" vs "x+1" too (or sent once at most).
+    # "x+1" == "x+1" and "3" vs "x+1" are settled by the exact path.
     sent = [pair for call in pool.calls for pair in call]
     assert len(sent) == len(set(sent)), "duplicates were sent to the pool"
     assert ("x+1", "x+1") not in sent
     assert all(fast_verdict(p, g) is None for p, g in sent), "decidable pairs were sent"
-    assert ("1+x", "x+1") in sent
+    assert sent == [(undecided, "x+1")]
     assert got.correct.tolist() == [True] * 16 + [False] * 8 + [False] * 8 + [False] * 4
 
 

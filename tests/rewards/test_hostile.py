@@ -45,6 +45,7 @@ CODE_PAYLOADS = [
 ]
 
 TIMEOUT = 0.5
+UNGUARDED_BOMB = "2^{3\\cdot 10^{10}}"  # not an integer-literal power: only the timeout stops it
 RESOURCE_PAYLOADS = {
     "tower 2^{10^{10}}": "2^{10^{10}}",
     "tower 9^{9^{9^{9}}}": "9^{9^{9^{9}}}",
@@ -60,6 +61,7 @@ RESOURCE_PAYLOADS = {
     "NUL bytes": "1\x002\x00",
     "lone surrogate": "\ud800",
     "surrogate in number": "4\udcff2",
+    "unguarded power": UNGUARDED_BOMB,
     "huge matrix": "\\begin{pmatrix}" + "&".join(["x"] * 5000) + "\\end{pmatrix}",
 }
 
@@ -125,12 +127,14 @@ def test_pool_survives_200_real_timeouts_then_closes_cleanly():
     import os
 
     with ScoringPool(4) as pool:
-        pairs = [("9^{9^{9^{9}}}", str(i)) for i in range(200)]  # distinct: nothing deduplicated
+        # A power the size guard does not recognise (so sympy really hangs on it); distinct
+        # golds, so nothing is deduplicated or cached.
+        pairs = [(UNGUARDED_BOMB, str(i)) for i in range(200)]
         start = time.monotonic()
         got = pool.verify(pairs, timeout=0.02)
         elapsed = time.monotonic() - start
         assert all(verdict is False for verdict, _ in got)
-        assert sum(timed_out for _, timed_out in got) >= 190, "the tower should hang sympy"
+        assert sum(timed_out for _, timed_out in got) >= 190, "the power should hang sympy"
         assert elapsed < 30, f"200 timeouts took {elapsed:.1f} s: respawning is too slow"
         assert pool.verify([("x+1", "1+x"), ("\\frac{1}{2}", "0.5"), ("2", "3")], timeout=30) == [
             (True, False), (True, False), (False, False)
