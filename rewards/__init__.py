@@ -4,13 +4,18 @@ and fast batch scoring. Imports without torch.
 Public API (stable names):
     extract_answer, is_equivalent, correctness_reward, score, overlong_penalty,
     score_batch, BatchScores, ScoringPool, default_pool, make_trl_reward, compute_score,
-    compute_score_batch
+    compute_score_batch, fast_verdict, symbolic_verdict, normalize_answer
 """
 
 from verimath.rewards.adapters import compute_score, compute_score_batch, make_trl_reward
 from verimath.rewards.batch import BatchScores, score_batch
 from verimath.rewards.correctness import correctness_reward, score
-from verimath.rewards.equivalence import is_equivalent
+from verimath.rewards.equivalence import (
+    fast_verdict,
+    is_equivalent,
+    normalize_answer,
+    symbolic_verdict,
+)
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
 from verimath.rewards.pool import ScoringPool, default_pool
@@ -23,9 +28,12 @@ __all__ = [
     "correctness_reward",
     "default_pool",
     "extract_answer",
+    "fast_verdict",
     "is_equivalent",
     "make_trl_reward",
+    "normalize_answer",
     "overlong_penalty",
     "score",
     "score_batch",
+    "symbolic_verdict",
 ]
