@@ -1,0 +1,326 @@
+"""Training configuration: frozen dataclasses, YAML presets and dotted overrides.
+
+A run is described by one :class:`TrainConfig` made of sections (``model``, ``data``,
+``rollout``, ``reward``, ``algo``, ``optim``, ``warmstart``, ``eval``, ``logging``). Every
+field has a docstring right under it. Presets live in ``verimath/trainer/configs/*.yaml``
+and list only what differs from the defaults; ``load_config("tiny", ["algo.eps_high=0.2"])``
+(in ``config_io``) reads a preset or a YAML path and applies command-line overrides, each
+``section.field=value`` with the value parsed as YAML and checked against the field's type.
+
+DAPO's four techniques are switched independently in :class:`AlgoConfig`:
+``clip_higher`` (decoupled ``eps_low``/``eps_high``), ``dynamic_sampling``,
+``token_level_loss``, and overlong shaping (``overlong_filtering`` here,
+``RewardConfig.overlong_punishment`` for the soft length penalty). Naive GRPO is all four off
+(preset ``grpo``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    path: str | None = None
+    """A Hugging Face causal-LM directory (its tokenizer is loaded from the same place);
+    ``None`` builds the tiny character-level Qwen2 model of ``verimath.trainer.tiny``."""
+    tiny_hidden_size: int = 128
+    """Width of the tiny model (used only when ``path`` is None)."""
+    tiny_layers: int = 3
+    """Transformer blocks of the tiny model."""
+    tiny_heads: int = 4
+    """Attention heads of the tiny model; must divide ``tiny_hidden_size``."""
+    device: str = "auto"
+    """``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+    dtype: str = "auto"
+    """``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``."""
+    use_chat_template: bool = True
+    """Wrap prompts with the tokenizer's chat template when it has one."""
+    prompt_template: str = "dapo"
+    """Instruction template for ``verimath.envs.format_prompt``: ``dapo``, ``boxed``, ``raw``
+    or a format string containing ``{prompt}``."""
+    threads: int = 0
+    """CPU threads for torch (``torch.set_num_threads``); 0 leaves torch's default."""
+
+    def __post_init__(self) -> None:
+        _require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
+                 f"model.device must be auto, cpu or cuda[:N], got {self.device!r}")
+        _require(self.dtype in ("auto", "float32", "bfloat16", "float16"),
+                 f"model.dtype must be auto, float32, bfloat16 or float16, got {self.dtype!r}")
+        _require(self.tiny_hidden_size % self.tiny_heads == 0 and self.tiny_layers >= 1,
+                 f"model.tiny_hidden_size ({self.tiny_hidden_size}) must be a multiple of "
+                 f"model.tiny_heads ({self.tiny_heads}) and model.tiny_layers >= 1")
+        _require(self.threads >= 0, f"model.threads must be >= 0, got {self.threads}")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    family: str = "Arithmetic"
+    """Procedural problem family of ``verimath.envs.generators`` (or ``Mixed``)."""
+    level: int = 1
+    """Difficulty level of the procedural family, 1..5."""
+    skip_containing: tuple[str, ...] = ()
+    """Skip procedural problems whose prompt contains any of these texts, e.g. ``["*", "-"]``
+    keeps only the two-digit additions of Arithmetic level 2."""
+    train_file: str | None = None
+    """A problems file (``.jsonl``/``.parquet`` from ``verimath prep``) to train on instead of
+    the procedural family."""
+    heldout_file: str | None = None
+    """A problems file for held-out evaluation; ``None`` draws ``eval.num_problems``
+    procedural problems that training never sees (their prompts are excluded from training),
+    or evaluates nothing when training on ``train_file``."""
+    seed: int = 0
+    """Seed of the training problem stream."""
+
+    def __post_init__(self) -> None:
+        _require(1 <= self.level <= 5, f"data.level must be in 1..5, got {self.level}")
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    engine: str = "hf"
+    """Rollout engine: ``hf`` (transformers ``generate``); ``vllm`` is reserved for the vLLM
+    engine (not available yet: choosing it is an error)."""
+    gen_prompts: int = 32
+    """Problems per generation round (each gets ``group_size`` responses)."""
+    group_size: int = 16
+    """Responses sampled per problem (``G``)."""
+    temperature: float = 1.0
+    """Sampling temperature for training rollouts and for held-out avg@k."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold (1.0 disables it)."""
+    max_new_tokens: int = 1024
+    """Hard cap on response length; a response that reaches it without EOS is truncated."""
+    batch_size: int = 0
+    """Sequences per ``generate`` call (prompt copies included); 0 means a whole round (or
+    evaluation batch) at once. Lower it when generation runs out of memory."""
+
+    def __post_init__(self) -> None:
+        _require(self.engine in ("hf", "vllm"), f"rollout.engine must be hf or vllm, got {self.engine!r}")
+        _require(self.gen_prompts >= 1, f"rollout.gen_prompts must be >= 1, got {self.gen_prompts}")
+        _require(self.group_size >= 2,
+                 f"rollout.group_size must be >= 2 (advantages compare responses within a "
+                 f"group), got {self.group_size}")
+        _require(self.temperature > 0, f"rollout.temperature must be > 0, got {self.temperature}")
+        _require(0 < self.top_p <= 1, f"rollout.top_p must be in (0, 1], got {self.top_p}")
+        _require(self.max_new_tokens >= 1,
+                 f"rollout.max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        _require(self.batch_size >= 0, f"rollout.batch_size must be >= 0, got {self.batch_size}")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    answer_style: str = "auto"
+    """How the final answer is found: ``dapo`` (last ``Answer: x``), ``boxed`` or ``auto``."""
+    mode: str = "symbolic"
+    """Equivalence mode passed to ``verimath.rewards.score_batch``."""
+    timeout: float = 5.0
+    """Seconds allowed to verify one response; a timeout counts as incorrect."""
+    overlong_punishment: bool = True
+    """DAPO's soft overlong punishment: add ``R_length`` to the +-1 correctness reward."""
+    overlong_buffer: int = 256
+    """``L_cache``: the penalty ramps from 0 to -1 over the last ``overlong_buffer`` tokens
+    before ``rollout.max_new_tokens`` (``L_max``)."""
+    workers: int = 0
+    """Scoring processes; 0 scores in the training process."""
+
+    def __post_init__(self) -> None:
+        _require(self.answer_style in ("auto", "dapo", "boxed"),
+                 f"reward.answer_style must be auto, dapo or boxed, got {self.answer_style!r}")
+        _require(self.timeout > 0, f"reward.timeout must be > 0, got {self.timeout}")
+        _require(self.overlong_buffer >= 1,
+                 f"reward.overlong_buffer must be >= 1, got {self.overlong_buffer}")
+        _require(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    clip_higher: bool = True
+    """Decoupled clipping: ratio clipped to ``[1 - eps_low, 1 + eps_high]``; off uses
+    ``eps_low`` on both sides (PPO/GRPO)."""
+    eps_low: float = 0.2
+    """Lower clip range."""
+    eps_high: float = 0.28
+    """Upper clip range when ``clip_higher`` is on."""
+    dual_clip: float | None = None
+    """Dual-clip constant ``c > 1`` for negative advantages; ``None`` disables it."""
+    dynamic_sampling: bool = True
+    """Keep only groups with ``0 < #correct < G``; generate more rounds until
+    ``train_prompts`` such groups are collected."""
+    train_prompts: int = 32
+    """Groups trained on per step."""
+    max_gen_rounds: int = 4
+    """Cap on generation rounds per step; at the cap the step trains on what it has."""
+    token_level_loss: bool = True
+    """Token-mean aggregation over the whole step; off is GRPO's mean of per-response means."""
+    overlong_filtering: bool = True
+    """Truncated responses get a zero loss mask."""
+    ppo_epochs: int = 1
+    """Passes over each step's rollouts."""
+    mini_batch_prompts: int = 32
+    """Groups per optimizer update; ``train_prompts / mini_batch_prompts`` updates per epoch."""
+    micro_batch_size: int = 64
+    """Sequences per forward/backward (gradient accumulation, exact global token count)."""
+    adv_eps: float = 1e-6
+    """Added to the group std in the advantage."""
+    kl_coef: float = 0.0
+    """Coefficient of a KL penalty to the initial model; 0 (DAPO's default) keeps no
+    reference model."""
+
+    def __post_init__(self) -> None:
+        _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")
+        _require(self.eps_high >= 0, f"algo.eps_high must be >= 0, got {self.eps_high}")
+        _require(self.dual_clip is None or self.dual_clip > 1,
+                 f"algo.dual_clip must be > 1 or null, got {self.dual_clip}")
+        _require(self.train_prompts >= 1, f"algo.train_prompts must be >= 1, got {self.train_prompts}")
+        _require(self.max_gen_rounds >= 1,
+                 f"algo.max_gen_rounds must be >= 1, got {self.max_gen_rounds}")
+        _require(self.ppo_epochs >= 1, f"algo.ppo_epochs must be >= 1, got {self.ppo_epochs}")
+        _require(1 <= self.mini_batch_prompts <= self.train_prompts,
+                 f"algo.mini_batch_prompts ({self.mini_batch_prompts}) must be in "
+                 f"1..algo.train_prompts ({self.train_prompts})")
+        _require(self.micro_batch_size >= 1,
+                 f"algo.micro_batch_size must be >= 1, got {self.micro_batch_size}")
+        _require(self.adv_eps >= 0, f"algo.adv_eps must be >= 0, got {self.adv_eps}")
+        _require(self.kl_coef >= 0, f"algo.kl_coef must be >= 0, got {self.kl_coef}")
+
+    @property
+    def clip_range(self) -> tuple[float, float]:
+        """``(eps_low, eps_high)`` actually used by the loss."""
+        return self.eps_low, (self.eps_high if self.clip_higher else self.eps_low)
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    steps: int = 100
+    """RL steps (one step = rollouts, then ``ppo_epochs`` of updates)."""
+    lr: float = 1e-6
+    """Peak AdamW learning rate."""
+    warmup_steps: int = 20
+    """Linear warm-up, in optimizer updates."""
+    schedule: str = "constant"
+    """After warm-up: ``constant``, ``linear`` or ``cosine`` decay to 0 at the last update."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    grad_clip: float = 1.0
+    """Max global gradient norm; 0 disables clipping."""
+    seed: int = 0
+    """Seed of torch, sampling and the problem streams."""
+
+    def __post_init__(self) -> None:
+        _require(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
+        _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
+        _require(self.warmup_steps >= 0, f"optim.warmup_steps must be >= 0, got {self.warmup_steps}")
+        _require(self.schedule in ("constant", "linear", "cosine"),
+                 f"optim.schedule must be constant, linear or cosine, got {self.schedule!r}")
+        _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
+                 f"optim.betas must be two numbers in [0, 1), got {self.betas}")
+        _require(self.grad_clip >= 0, f"optim.grad_clip must be >= 0, got {self.grad_clip}")
+
+
+@dataclass(frozen=True)
+class WarmstartConfig:
+    steps: int = 0
+    """Supervised steps before RL on procedural problems with their gold answers
+    (0 skips the phase; the tiny preset uses it so the model starts right part of the time)."""
+    batch_size: int = 64
+    """Problems per supervised step."""
+    lr: float = 2e-3
+    """AdamW learning rate of the supervised phase (constant)."""
+    answer_prefix: str = "Answer: "
+    """Target text before the gold answer."""
+    noise: float = 0.0
+    """Fraction of targets given a wrong integer answer (gold + one of -10, -1, +1, +10), so
+    that the model starts RL right only part of the time when sampling."""
+
+    def __post_init__(self) -> None:
+        _require(self.steps >= 0, f"warmstart.steps must be >= 0, got {self.steps}")
+        _require(self.batch_size >= 1, f"warmstart.batch_size must be >= 1, got {self.batch_size}")
+        _require(self.lr > 0, f"warmstart.lr must be > 0, got {self.lr}")
+        _require(0 <= self.noise <= 1, f"warmstart.noise must be in [0, 1], got {self.noise}")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    num_problems: int = 200
+    """Held-out problems (never used in training)."""
+    k: int = 4
+    """Samples per problem for avg@k at the training temperature."""
+    every: int = 0
+    """Evaluate every N RL steps as well (0: only before and after RL)."""
+    seed: int = 12345
+    """Seed of the held-out problem stream (distinct from ``data.seed``)."""
+    batch_size: int = 256
+    """Prompts per generation batch during evaluation."""
+
+    def __post_init__(self) -> None:
+        _require(self.num_problems >= 0, f"eval.num_problems must be >= 0, got {self.num_problems}")
+        _require(self.k >= 1, f"eval.k must be >= 1, got {self.k}")
+        _require(self.every >= 0, f"eval.every must be >= 0, got {self.every}")
+        _require(self.batch_size >= 1, f"eval.batch_size must be >= 1, got {self.batch_size}")
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    output_dir: str | None = None
+    """Run directory; ``None`` makes a new folder ``runs/<preset>-<timestamp>``."""
+    save_every: int = 50
+    """Checkpoint every N RL steps (and always at the end); 0 saves only at the end."""
+    keep_checkpoints: int = 2
+    """Periodic checkpoints kept on disk (the newest ones)."""
+    progress: bool = True
+    """Show a tqdm progress bar."""
+    plot: bool = True
+    """Write ``learning_curve.png`` at the end (needs matplotlib)."""
+
+    def __post_init__(self) -> None:
+        _require(self.save_every >= 0, f"logging.save_every must be >= 0, got {self.save_every}")
+        _require(self.keep_checkpoints >= 1,
+                 f"logging.keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A complete training run; see each section's fields."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def __post_init__(self) -> None:
+        r, a = self.rollout, self.reward
+        _require(not a.overlong_punishment or a.overlong_buffer <= r.max_new_tokens,
+                 f"reward.overlong_buffer ({a.overlong_buffer}) must be <= "
+                 f"rollout.max_new_tokens ({r.max_new_tokens}), or set "
+                 "reward.overlong_punishment=false")
+        _require(self.algo.dynamic_sampling or self.algo.train_prompts <= r.gen_prompts,
+                 f"without dynamic sampling a step trains on one generation round: "
+                 f"algo.train_prompts ({self.algo.train_prompts}) must be <= "
+                 f"rollout.gen_prompts ({r.gen_prompts})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (tuples as lists), the form written to YAML and checkpoints."""
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,214 @@
+"""Episode groups for the trainer: problems from a verimath env, responses from an engine.
+
+One generation round = ``env.reset()`` (``P`` problems, each repeated ``G`` times), one
+:class:`~verimath.trainer.rollout.RolloutEngine` call (``P * G`` samples), one
+``env.step(responses, lengths=...)`` (a single batch-scoring call that also adds DAPO's
+soft overlong punishment when the env was built with ``max_length``/``cache_length``).
+The result is one :class:`Group` per problem, the payload the dynamic sampler keeps or drops.
+
+Held-out problems are kept out of training by prompt: :class:`ExcludingGenerator` wraps a
+procedural family and redraws (from the same item RNG, so still deterministic) any problem
+whose prompt is in the held-out set.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from verimath.envs import Problem, format_prompt, generate, make_group_env, read_problems
+from verimath.envs.generators import get_generator
+from verimath.trainer.rollout import RolloutEngine, SamplingParams
+
+
+@dataclass
+class Group:
+    """``G`` responses to one problem, with their scores (one dynamic-sampling payload)."""
+
+    problem_id: str
+    prompt_ids: list[int]
+    response_ids: list[list[int]]
+    rewards: np.ndarray
+    """``(G,)`` shaped rewards (correctness +-1 plus the overlong penalty)."""
+    correct: np.ndarray
+    """``(G,)`` bool."""
+    truncated: np.ndarray
+    """``(G,)`` bool: cut off at ``max_new_tokens``."""
+
+
+@dataclass
+class RoundStats:
+    """Compute accounting of the rounds run in one step (kept and discarded alike)."""
+
+    generated_tokens: int = 0
+    responses: int = 0
+    seconds_generate: float = 0.0
+    seconds_score: float = 0.0
+    lengths: list[int] = field(default_factory=list)
+    truncated: int = 0
+    correct: int = 0
+
+
+class ExcludingGenerator:
+    """A ``(rng, level) -> Problem`` generator that never yields a prompt in ``excluded``,
+    nor one containing any text of ``skip_containing`` (redrawn from the same item RNG)."""
+
+    def __init__(self, family: str, excluded: set[str] = frozenset(), *,
+                 skip_containing: tuple[str, ...] | str | None = None,
+                 max_tries: int = 1000) -> None:
+        self.family, self.excluded, self.max_tries = family, frozenset(excluded), max_tries
+        if isinstance(skip_containing, str):
+            skip_containing = (skip_containing,)
+        self.skip_containing = tuple(skip_containing or ())
+        self.generator = get_generator(family)
+        self.__name__ = family
+
+    def is_allowed(self, problem: Problem) -> bool:
+        if any(text in problem.prompt for text in self.skip_containing):
+            return False
+        return problem.prompt not in self.excluded
+
+    def __call__(self, rng, level: int) -> Problem:
+        for _ in range(self.max_tries):
+            problem = self.generator(rng, level)
+            if self.is_allowed(problem):
+                return problem
+        raise ValueError(
+            f"{self.family} level {level}: {self.max_tries} draws in a row were held-out "
+            "problems; the family is too small for this many held-out problems "
+            "(lower eval.num_problems)"
+        )
+
+
+def heldout_problems(*, family: str, level: int, seed: int, count: int,
+                     path: str | None = None,
+                     skip_containing: tuple[str, ...] | str | None = None
+                     ) -> list[Problem]:
+    """The evaluation problems: a file, or ``count`` distinct procedural problems of stream
+    ``seed`` (duplicates by prompt skipped, at most ``50 * count`` draws)."""
+    if path is not None:
+        return read_problems(path)
+    generator = ExcludingGenerator(family, skip_containing=skip_containing)
+    problems, seen = [], set()
+    for index in range(50 * count):
+        if len(problems) >= count:
+            break
+        problem = generate(generator, seed, index, level)
+        if problem.prompt not in seen:
+            seen.add(problem.prompt)
+            problems.append(problem)
+    return problems
+
+
+def build_prompt_ids(tokenizer, texts: list[str], *, use_chat_template: bool) -> list[list[int]]:
+    """Token ids of model-facing prompts; with a chat template, each text is a user turn."""
+    if use_chat_template and getattr(tokenizer, "chat_template", None):
+        return [
+            list(tokenizer.apply_chat_template(
+                [{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True,
+                return_dict=False,
+            ))
+            for t in texts
+        ]
+    return [tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
+
+
+class EpisodeSource:
+    """Owns the training group env; ``next_round`` yields one round of scored groups."""
+
+    def __init__(self, *, tokenizer, engine: RolloutEngine, params: SamplingParams,
+                 num_problems: int, group_size: int, template: str, use_chat_template: bool,
+                 family: str, level: int, seed: int, train_file: str | None,
+                 excluded: set[str], reward_kwargs: dict,
+                 skip_containing: tuple[str, ...] = ()) -> None:
+        generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
+        source = {"path": train_file} if train_file else {"generator": generator, "level": level}
+        self.env = _group_env(num_problems, group_size, source, template, reward_kwargs)
+        self.tokenizer, self.engine, self.params = tokenizer, engine, params
+        self.group_size, self.seed = group_size, seed
+        self.use_chat_template = use_chat_template
+        self.started = False
+        self.stats = RoundStats()
+
+    def state_dict(self) -> dict:
+        """Position in the problem stream (enough to continue it after a resume): the next
+        item of a procedural stream, or the epoch order and position in a problems file."""
+        src = self.env.math_env.source
+        order = getattr(src, "order", None)
+        return {"started": self.started, "index": getattr(src, "index", None),
+                "stream_seed": getattr(src, "stream_seed", None),
+                "order": None if order is None else [int(i) for i in order],
+                "pos": getattr(src, "pos", None)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if not state.get("started"):
+            return
+        self.env.reset(seed=self.seed)  # restart the stream, then jump to the saved position
+        self.started = True
+        src = self.env.math_env.source
+        if state.get("index") is not None and hasattr(src, "index"):
+            src.index = int(state["index"])
+        if state.get("order") is not None and hasattr(src, "order"):
+            src.order, src.pos = np.asarray(state["order"], dtype=np.int64), int(state["pos"])
+
+    def next_round(self, round_index: int) -> tuple[list[Group], np.ndarray]:
+        """One generation round; returns ``(groups, correct (P, G))`` for the sampler."""
+        prompts, _ = self.env.reset(seed=None if self.started else self.seed)
+        self.started = True
+        unique = list(prompts[:: self.group_size])  # (P,)
+        prompt_ids = build_prompt_ids(self.tokenizer, unique,
+                                      use_chat_template=self.use_chat_template)
+        t0 = time.perf_counter()
+        out = self.engine.generate(prompt_ids, self.params, n=self.group_size)
+        t1 = time.perf_counter()
+        _, rewards, _, _, info = self.env.step(out.texts, lengths=out.lengths)
+        t2 = time.perf_counter()
+        self._account(out, info["correct"], t1 - t0, t2 - t1)
+        g = self.group_size
+        correct = np.asarray(info["correct"], dtype=bool).reshape(-1, g)  # (P, G)
+        groups = [
+            Group(problem_id=str(info["id"][i * g]), prompt_ids=prompt_ids[i],
+                  response_ids=out.response_ids[i * g:(i + 1) * g],
+                  rewards=np.asarray(rewards[i * g:(i + 1) * g], dtype=np.float64),
+                  correct=correct[i], truncated=out.truncated[i * g:(i + 1) * g])
+            for i in range(len(unique))
+        ]
+        return groups, correct
+
+    def _account(self, out, correct, t_gen: float, t_score: float) -> None:
+        s = self.stats
+        s.generated_tokens += int(out.lengths.sum())
+        s.responses += len(out)
+        s.seconds_generate += t_gen
+        s.seconds_score += t_score
+        s.lengths += out.lengths.tolist()
+        s.truncated += int(out.truncated.sum())
+        s.correct += int(np.sum(correct))
+
+    def pop_stats(self) -> RoundStats:
+        """The accounting since the last call, then reset it."""
+        stats, self.stats = self.stats, RoundStats()
+        return stats
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+    def __enter__(self) -> EpisodeSource:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _group_env(num_problems, group_size, source, template, reward_kwargs):
+    from verimath.envs import MathEnv
+
+    env = MathEnv(**source, template=template, **reward_kwargs)
+    return make_group_env(env, num_problems, group_size)
+
+
+def format_prompts(problems: list[Problem], template: str) -> list[str]:
+    return [format_prompt(p, template) for p in problems]

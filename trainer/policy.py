@@ -1,0 +1,65 @@
+"""Device choice, seeding, and loading the policy (a Hugging Face directory or the tiny model)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+from verimath.trainer.config import ModelConfig
+
+
+def resolve_device(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:
+    """``auto``: CUDA with bfloat16 when a GPU is visible, else CPU with float32."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"model.device={device!r} but no CUDA device is visible; use auto or cpu")
+    dev = torch.device(device)
+    if dtype == "auto":
+        return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+    return dev, getattr(torch, dtype)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy's legacy global RNG and torch (the trainer owns these RNGs)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def load_policy(config: ModelConfig, *, device: torch.device, dtype: torch.dtype, seed: int = 0):
+    """``(model, tokenizer)``: ``config.path`` loaded with transformers, or the tiny model.
+
+    A path must be a local directory (nothing is downloaded). A tokenizer without a pad
+    token gets its EOS token as pad.
+    """
+    if config.path is None:
+        from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+
+        tokenizer = make_char_tokenizer()
+        model = make_tiny_model(tokenizer, hidden_size=config.tiny_hidden_size,
+                                num_layers=config.tiny_layers, num_heads=config.tiny_heads,
+                                seed=seed)
+    else:
+        model, tokenizer = load_pretrained(config.path, dtype=dtype)
+    return model.to(device=device, dtype=dtype), tokenizer
+
+
+def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype):
+    """A causal LM and its tokenizer from a local Hugging Face directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = Path(path)
+    if not (folder / "config.json").is_file():
+        raise ValueError(
+            f"model.path={str(path)!r} is not a Hugging Face model directory (no config.json); "
+            "verimath never downloads models: pass a local directory"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True)
+    return model, tokenizer

@@ -1,0 +1,85 @@
+"""``verimath train``: train with DAPO from a preset or YAML file plus dotted overrides.
+
+    verimath train                                   # preset tiny: the embedded CPU default
+    verimath train --config grpo                     # naive GRPO, same task
+    verimath train --config my.yaml algo.eps_high=0.28 optim.lr=1e-6
+    verimath train --resume runs/tiny-20250101-120000 optim.steps=200
+
+``--resume`` takes a run directory (its latest checkpoint) or a checkpoint directory and
+continues from the checkpoint's step with the checkpoint's config (overrides still apply).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, metavar="PRESET_OR_YAML",
+                        help="a preset name (tiny, dapo, grpo, ...) or a YAML file "
+                             "(default: tiny, or the checkpoint's config with --resume)")
+    parser.add_argument("--output-dir", default=None, metavar="DIR",
+                        help="run directory (default: a new folder under runs/)")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="continue from a checkpoint or the latest one of a run directory")
+    parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved config as YAML and exit")
+    parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
+                        help="config overrides, e.g. algo.eps_high=0.28 optim.steps=50")
+
+
+def resolve_config(args: argparse.Namespace):
+    """``(config, run_dir, resume_path)`` from the command line; raises ValueError."""
+    from verimath.trainer.config_io import apply_overrides, config_from_dict, load_config
+
+    resume = None
+    if args.resume is not None:
+        from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint
+
+        resume = resolve_checkpoint(args.resume)
+        if args.config is None:
+            meta = load_checkpoint(resume, restore_rng=False)
+            config = apply_overrides(config_from_dict(meta["config"], source=str(resume)),
+                                     list(args.overrides))
+        else:
+            config = load_config(args.config, args.overrides)
+        run_dir = Path(args.output_dir) if args.output_dir else resume.parent.parent
+        return config, run_dir, resume
+    name = args.config or "tiny"
+    config = load_config(name, args.overrides)
+    run_dir = args.output_dir or config.logging.output_dir
+    if run_dir is None:
+        from verimath.trainer.run import new_run_dir
+
+        run_dir = new_run_dir("runs", Path(name).stem)
+    return config, Path(run_dir), resume
+
+
+def main(args: argparse.Namespace) -> int:
+    from verimath.trainer.config_io import preset_names, save_config
+
+    if args.list_presets:
+        print("\n".join(preset_names()))
+        return 0
+    try:
+        config, run_dir, resume = resolve_config(args)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"verimath train: error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            save_config(config, Path(tmp) / "c.yaml")
+            print((Path(tmp) / "c.yaml").read_text(), end="")
+        return 0
+    from verimath.trainer.loop import train
+    from verimath.trainer.run import Run
+
+    print(f"verimath train: run directory {run_dir}", file=sys.stderr)
+    with Run(config, run_dir=run_dir, resume=resume) as run:
+        train(run)
+    return 0
