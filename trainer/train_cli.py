@@ -58,6 +58,18 @@ def resolve_config(args: argparse.Namespace):
     return config, Path(run_dir), resume
 
 
+def check_paths(config) -> None:
+    """Fail early, naming the setting, when a path the run needs does not exist."""
+    model_path = config.model.path
+    if model_path is not None and not (Path(model_path) / "config.json").is_file():
+        raise ValueError(f"model.path={model_path!r} is not a Hugging Face model directory (no "
+                         "config.json); verimath never downloads models: pass a local directory")
+    for key in ("train_file", "heldout_file"):
+        value = getattr(config.data, key)
+        if value is not None and not Path(value).exists():
+            raise FileNotFoundError(f"data.{key}={value!r}: no such file")
+
+
 def main(args: argparse.Namespace) -> int:
     from verimath.trainer.config_io import preset_names, save_config
 
@@ -80,6 +92,12 @@ def main(args: argparse.Namespace) -> int:
     from verimath.trainer.run import Run
 
     print(f"verimath train: run directory {run_dir}", file=sys.stderr)
-    with Run(config, run_dir=run_dir, resume=resume) as run:
+    try:
+        check_paths(config)  # before anything is created on disk
+        run = Run(config, run_dir=run_dir, resume=resume)
+    except (ValueError, FileNotFoundError) as exc:  # bad model dir, data file, checkpoint
+        print(f"verimath train: error: {exc}", file=sys.stderr)
+        return 2
+    with run:
         train(run)
     return 0
