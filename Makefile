@@ -34,6 +34,7 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_rewards.py
 	$(BIN)/python benchmarks/bench_envs.py
+	$(BIN)/python benchmarks/bench_prep.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

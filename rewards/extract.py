@@ -37,7 +37,7 @@ __all__ = ["STYLES", "extract_answer"]
 
 STYLES = ("auto", "dapo", "boxed")
 
-_ANSWER_MARK = re.compile(r"\banswer\s*:", re.IGNORECASE)
+_ANSWER_MARK = re.compile(r"\banswer\s*[:\uff1a]", re.IGNORECASE)  # also the full-width colon
 _BOX_OPENER = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
 _BARE_TOKEN = re.compile(r"[^\s$]+")

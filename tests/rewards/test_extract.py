@@ -162,3 +162,9 @@ def test_time_grows_linearly():
     t_small = min(_seconds(extract_answer, small) for _ in range(3))
     t_big = min(_seconds(extract_answer, big) for _ in range(3))
     assert t_big < 10 * t_small + 0.02
+
+
+def test_full_width_colon_after_answer_is_an_answer_line():
+    # Models trained on Chinese data often write the full-width colon (U+FF1A).
+    assert extract_answer("so the total is 5\nAnswer\uff1a5", style="dapo") == "5"
+    assert extract_answer("Answer\uff1a $12$.", style="auto") == "12"
