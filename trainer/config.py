@@ -168,6 +168,14 @@ class AlgoConfig:
     """Groups per optimizer update; ``train_prompts / mini_batch_prompts`` updates per epoch."""
     micro_batch_size: int = 64
     """Sequences per forward/backward (gradient accumulation, exact global token count)."""
+    logprob_chunk_size: int = 1024
+    """Memory bound of the policy forward: the output head is applied to at most this many
+    response positions at a time (log-prob of the taken token and entropy per chunk, each
+    chunk recomputed in the backward pass), so full ``(batch, length, vocabulary)`` logits
+    are never held; the extra memory is a few float32 ``(chunk, vocabulary)`` tensors (0.6 GB
+    each for 1024 x 152k). Gradients
+    are those of the unchunked forward. 0 computes full logits in one piece (fine for small
+    vocabularies). Models whose head is not a plain projection fall back to full logits."""
     adv_eps: float = 1e-6
     """Added to the group std in the advantage."""
     kl_coef: float = 0.0
@@ -188,6 +196,9 @@ class AlgoConfig:
                  f"1..algo.train_prompts ({self.train_prompts})")
         _require(self.micro_batch_size >= 1,
                  f"algo.micro_batch_size must be >= 1, got {self.micro_batch_size}")
+        _require(self.logprob_chunk_size >= 0,
+                 f"algo.logprob_chunk_size must be >= 0 (0 disables chunking), got "
+                 f"{self.logprob_chunk_size}")
         _require(self.adv_eps >= 0, f"algo.adv_eps must be >= 0, got {self.adv_eps}")
         _require(self.kl_coef >= 0, f"algo.kl_coef must be >= 0, got {self.kl_coef}")
 

@@ -55,12 +55,11 @@ def train(run: Run) -> dict:
             batch = make_train_batch(kept, pad_id=run.pad_id, adv_eps=algo.adv_eps,
                                      overlong_filtering=algo.overlong_filtering,  # DAPO 4
                                      device=run.device)
-            batch.old_logp = sequence_logprobs(run.model, batch, temperature=run.temperature,
-                                               micro_batch_size=algo.micro_batch_size)
-            if run.ref_model is not None:
-                batch.ref_logp = sequence_logprobs(run.ref_model, batch,
-                                                   temperature=run.temperature,
-                                                   micro_batch_size=algo.micro_batch_size)
+            forward = {"temperature": run.temperature, "micro_batch_size": algo.micro_batch_size,
+                       "chunk_size": algo.logprob_chunk_size}
+            batch.old_logp = sequence_logprobs(run.model, batch, **forward)
+            if run.ref_model is not None:  # optional KL: the model RL started from
+                batch.ref_logp = sequence_logprobs(run.ref_model, batch, **forward)
             for _ in range(algo.ppo_epochs):
                 for group_ids in mini_batches(len(kept), algo.mini_batch_prompts, rng):
                     updates.append(update_on_mini_batch(  # DAPO 1 and 3 inside the loss

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -63,3 +65,32 @@ def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype):
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True)
     return model, tokenizer
+
+
+def save_reference(model, folder: str | os.PathLike) -> Path:
+    """Write ``model`` as a Hugging Face directory at ``folder``, atomically (a temporary
+    sibling renamed into place; an existing ``folder`` is replaced)."""
+    final = Path(folder)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    try:
+        model.save_pretrained(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def load_reference(path: str | os.PathLike, *, device: torch.device, dtype: torch.dtype):
+    """A frozen model (eval mode, no gradients) from a local Hugging Face directory."""
+    from transformers import AutoModelForCausalLM
+
+    folder = Path(path)
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"the KL reference model {str(folder)!r} is missing (no config.json); "
+                         "it is the model the run started RL from")
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True)
+    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)

@@ -12,7 +12,10 @@ Conventions: ``response_ids[i]`` ends with the EOS id when the response finished
 exactly ``max_new_tokens`` ids without EOS when it was cut off (``truncated[i]`` True). The
 EOS token is part of the response (the policy is trained to emit it). Sample ``i`` belongs to
 prompt ``i // n``. The old log-probs DAPO needs come from :func:`token_logprobs`, a plain
-forward pass of the policy over ``prompt + response`` (:func:`pack_sequences`).
+forward pass of the policy over ``prompt + response`` (:func:`pack_sequences`). With
+``chunk_size > 0`` that forward is memory-bounded: hidden states from the base model, then
+the output head over a few response positions at a time, so a 150k vocabulary and 20k-token
+responses never produce a full ``(B, T, V)`` logits tensor.
 """
 
 from __future__ import annotations
@@ -191,23 +194,91 @@ def pack_sequences(prompt_ids, response_ids, *, pad_id: int):
 
 
 def token_logprobs(model, input_ids, attention_mask, *, temperature: float = 1.0,
-                   with_entropy: bool = False):
+                   with_entropy: bool = False, chunk_size: int = 0, positions=None):
     """Log-probability of each next token under ``model``: ``(B, S) -> (B, S - 1)``.
 
     ``logp[b, t] = log softmax(logits[b, t] / temperature)[input_ids[b, t + 1]]``, computed in
-    float32. The sampling temperature is applied so that old and new log-probs describe the
-    distribution the rollouts were drawn from. With ``with_entropy`` also returns the
-    per-position entropy ``(B, S - 1)`` of that distribution.
+    float32 (the log-normalizer is a float32 ``logsumexp``). The sampling temperature is
+    applied so that old and new log-probs describe the distribution the rollouts were drawn
+    from. With ``with_entropy`` also returns the per-position entropy
+    ``H[b, t] = logsumexp(z) - sum_v softmax(z)_v z_v`` (``z`` the scaled logits), ``(B, S - 1)``.
+
+    ``positions`` (``(B, S - 1)``, bool or 0/1) restricts the work to those positions
+    (typically the response mask); the others are returned as 0. ``chunk_size > 0`` bounds
+    memory: the base model yields hidden states, and the output head is applied to at most
+    ``chunk_size`` positions at a time, so no ``(B, S, V)`` logits tensor exists. Under
+    autograd each chunk is recomputed in the backward pass (``torch.utils.checkpoint``), so
+    peak memory is ``O(chunk_size * V)`` and gradients equal the unchunked ones. Models
+    without a separable head (no ``get_output_embeddings()`` or base model, or a logit
+    soft-cap/scale in their config) use the plain full-logits path.
     """
     import torch
 
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
-    logits = logits.float() / temperature  # (B, S-1, V)
-    targets = input_ids[:, 1:].unsqueeze(-1)  # (B, S-1, 1)
-    log_norm = torch.logsumexp(logits, dim=-1)  # (B, S-1)
-    logp = logits.gather(-1, targets).squeeze(-1) - log_norm  # (B, S-1)
+    split = _split_head(model) if chunk_size > 0 else None
+    if split is None:
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+        logp, entropy = _head_logprobs(logits, input_ids[:, 1:], temperature, with_entropy)
+        if positions is not None:
+            keep = positions.bool()
+            logp = torch.where(keep, logp, torch.zeros_like(logp))
+            entropy = None if entropy is None else torch.where(keep, entropy,
+                                                               torch.zeros_like(entropy))
+        return (logp, entropy) if with_entropy else logp
+    base, head = split
+    hidden = base(input_ids=input_ids, attention_mask=attention_mask,
+                  use_cache=False).last_hidden_state[:, :-1]  # (B, S-1, H)
+    keep = (torch.ones(hidden.shape[:2], dtype=torch.bool, device=hidden.device)
+            if positions is None else positions.bool())
+    logp, entropy = _chunked_logprobs(head, hidden[keep], input_ids[:, 1:][keep],
+                                      temperature, with_entropy, chunk_size)  # (n,) each
+    out = hidden.new_zeros(keep.shape, dtype=torch.float32).masked_scatter(keep, logp)
     if not with_entropy:
-        return logp
-    probs = torch.softmax(logits, dim=-1)
-    entropy = log_norm - (probs * logits).sum(-1)  # (B, S-1)
+        return out
+    return out, hidden.new_zeros(keep.shape, dtype=torch.float32).masked_scatter(keep, entropy)
+
+
+def _split_head(model):
+    """``(base_model, output_head)`` when logits are exactly ``head(base(...).hidden)``."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    base = getattr(model, getattr(model, "base_model_prefix", "") or "", None)
+    config = getattr(model, "config", None)
+    scaled = any(getattr(config, key, None) not in (None, 1, 1.0)
+                 for key in ("final_logit_softcapping", "logit_scale", "logits_scaling",
+                             "output_multiplier_scale"))
+    if head is None or base is None or base is model or scaled:
+        return None
+    return base, head
+
+
+def _head_logprobs(logits, targets, temperature: float, with_entropy: bool):
+    """``(logp, entropy or None)`` of ``targets`` ``(...)`` under ``logits`` ``(..., V)``."""
+    import torch
+
+    logits = logits.float() / temperature  # (..., V)
+    log_norm = torch.logsumexp(logits, dim=-1)  # (...)
+    logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - log_norm  # (...)
+    if not with_entropy:
+        return logp, None
+    entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(-1)  # (...)
     return logp, entropy
+
+
+def _chunked_logprobs(head, hidden, targets, temperature: float, with_entropy: bool,
+                      chunk_size: int):
+    """Log-probs (and entropy) of ``n`` positions, ``hidden`` ``(n, H)``, in chunks."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    def one_chunk(h, y):
+        logp, entropy = _head_logprobs(head(h), y, temperature, with_entropy)
+        return (logp,) if entropy is None else (logp, entropy)
+
+    recompute = torch.is_grad_enabled() and (
+        hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
+    parts = []
+    for start in range(0, max(hidden.shape[0], 1), chunk_size):  # n = 0: one empty chunk
+        h, y = hidden[start:start + chunk_size], targets[start:start + chunk_size]
+        parts.append(checkpoint(one_chunk, h, y, use_reentrant=False) if recompute
+                     else one_chunk(h, y))
+    logp = torch.cat([p[0] for p in parts])  # (n,)
+    return logp, (torch.cat([p[1] for p in parts]) if with_entropy else None)

@@ -8,6 +8,8 @@ a table. The run directory holds::
     config.yaml          the full config of the run
     metrics.jsonl        one line per RL step (namespaced keys)
     checkpoints/step_*   model + tokenizer, optimizer, scheduler, RNG, sampler/env state
+    reference/           only with algo.kl_coef > 0 and a warm start (or the tiny model):
+                         the KL reference, i.e. the policy as RL started
     learning_curve.png   a few metrics against the step
     summary.json         held-out accuracy before/after RL, tokens, wall time
 """
@@ -29,12 +31,19 @@ from verimath.trainer.config_io import save_config
 from verimath.trainer.episodes import EpisodeSource, heldout_problems
 from verimath.trainer.evaluate import evaluate
 from verimath.trainer.metrics import MetricsWriter, plot_learning_curve
-from verimath.trainer.policy import load_policy, resolve_device, seed_everything
+from verimath.trainer.policy import (
+    load_policy,
+    load_reference,
+    resolve_device,
+    save_reference,
+    seed_everything,
+)
 from verimath.trainer.rollout import HFRolloutEngine, SamplingParams
 from verimath.trainer.schedule import make_lr_lambda
 from verimath.trainer.update import LossSettings
 from verimath.trainer.warmstart import warmstart
 
+REFERENCE_DIR = "reference"
 PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
              "policy/entropy", "length/mean")
 
@@ -63,9 +72,9 @@ class Run:
         cfg = config
         if cfg.model.threads:
             torch.set_num_threads(cfg.model.threads)
-        self.device, dtype = resolve_device(cfg.model.device, cfg.model.dtype)
+        self.device, self.dtype = resolve_device(cfg.model.device, cfg.model.dtype)
         seed_everything(cfg.optim.seed)
-        self.model, self.tokenizer = load_policy(cfg.model, device=self.device, dtype=dtype,
+        self.model, self.tokenizer = load_policy(cfg.model, device=self.device, dtype=self.dtype,
                                                  seed=cfg.optim.seed)
         self.pad_id = self.tokenizer.pad_token_id
         self.temperature = cfg.rollout.temperature
@@ -73,7 +82,8 @@ class Run:
         self.loss_settings = LossSettings(
             eps_low=eps_low, eps_high=eps_high, dual_clip=cfg.algo.dual_clip,
             aggregation="token-mean" if cfg.algo.token_level_loss else "seq-mean-token-mean",
-            kl_coef=cfg.algo.kl_coef, temperature=cfg.rollout.temperature)
+            kl_coef=cfg.algo.kl_coef, temperature=cfg.rollout.temperature,
+            chunk_size=cfg.algo.logprob_chunk_size)
         procedural = cfg.data.train_file is None  # a file run evaluates on heldout_file only
         self.heldout = heldout_problems(
             family=cfg.data.family, level=cfg.data.level, seed=cfg.eval.seed,
@@ -88,6 +98,7 @@ class Run:
         self.state = {"totals": {"generated_tokens": 0, "trained_tokens": 0}, "before": {},
                       "warmstart": {}, "seconds_before": 0.0}
         self.start_step, ckpt = 0, None
+        self.resumed = resume is not None
         if resume is not None:
             ckpt = load_checkpoint(resolve_checkpoint(resume), model=self.model, restore_rng=False)
             self.start_step = ckpt["step"]
@@ -95,9 +106,7 @@ class Run:
         else:
             save_config(cfg, self.run_dir / "config.yaml")
             self._warm_start_and_evaluate()
-        self.ref_model = None
-        if cfg.algo.kl_coef > 0:  # a frozen copy of the policy as it starts RL
-            self.ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
+        self.ref_model = self._reference_model(ckpt) if cfg.algo.kl_coef > 0 else None
         self._build_optimizer()
         self.episodes = self._make_episodes()
         if ckpt is not None:  # optimizer, scheduler, RNG and the problem stream
@@ -127,6 +136,31 @@ class Run:
         self.state["before"] = self.evaluate()
         if self.state["before"]:
             self.say("held-out before RL: " + _fmt(self.state["before"]))
+
+    def _reference_model(self, ckpt: dict | None):
+        """The frozen KL reference: the policy as RL started (after the warm start), also
+        after ``--resume``. Its origin is recorded in the run state (so in every checkpoint):
+        ``model.path`` when RL starts from that directory unchanged, else a copy written once
+        to ``<run dir>/reference/`` (a relative origin resolves against the checkpoint's run
+        directory)."""
+        cfg = self.config
+        if ckpt is None:
+            if cfg.model.path is not None and not cfg.warmstart.steps:
+                self.state["reference"] = str(Path(cfg.model.path).resolve())
+            else:
+                save_reference(self.model, self.run_dir / REFERENCE_DIR)
+                self.state["reference"] = REFERENCE_DIR
+            return copy.deepcopy(self.model).eval().requires_grad_(False)
+        origin = self.state.get("reference")
+        if origin is None:
+            raise ValueError(
+                f"algo.kl_coef > 0 but checkpoint {ckpt['path']} records no KL reference model "
+                "(the run started with algo.kl_coef=0); resume with algo.kl_coef=0 or start a "
+                "new run")
+        path = Path(ckpt["path"]).parent.parent / origin  # an absolute origin stays as is
+        if path.resolve().parent != self.run_dir.resolve():  # resumed into another directory
+            self.state["reference"] = str(path.resolve())
+        return load_reference(path, device=self.device, dtype=self.dtype)
 
     def _heldout_prompts(self) -> set[str]:
         return {p.prompt for p in self.heldout}
@@ -182,7 +216,10 @@ class Run:
         cfg, totals = self.config, self.state["totals"]
         totals["generated_tokens"] += int(metrics["compute/generated_tokens"])
         totals["trained_tokens"] += int(metrics["compute/trained_tokens"])
-        if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
+        if step == cfg.optim.steps:  # the run's result, stored in the final checkpoint too
+            self.state["after"] = self.evaluate()
+            metrics.update(self.state["after"])
+        elif cfg.eval.every and step % cfg.eval.every == 0:
             metrics.update(self.evaluate())
         self.writer.write(step, metrics)
         self.bar.update(1)
@@ -207,13 +244,24 @@ class Run:
 
     # -- the end ---------------------------------------------------------------------------
     def finish(self) -> dict:
-        """Final checkpoint, held-out evaluation, summary.json, learning curve and table."""
+        """Final checkpoint, summary.json, learning curve and table.
+
+        The final held-out evaluation was logged with the last step (``log_step``) and saved
+        in the final checkpoint, so resuming from that checkpoint neither evaluates again nor
+        writes a metrics line twice; it rewrites the same summary."""
         cfg = self.config
         self.bar.close()
-        self.save(cfg.optim.steps)
-        after = self.evaluate()
-        if after:
-            self.writer.write(cfg.optim.steps, after)
+        done_before = self.start_step >= cfg.optim.steps and self.resumed
+        if done_before:
+            self.say(f"the checkpoint is already at step {self.start_step} of "
+                     f"{cfg.optim.steps}: nothing to train (raise optim.steps to continue)")
+        after = self.state.get("after")
+        if after is None:  # no RL step ran (optim.steps=0), or an older final checkpoint
+            after = self.state["after"] = self.evaluate()
+            if after and not done_before:
+                self.writer.write(cfg.optim.steps, after)
+        if not done_before:
+            self.save(cfg.optim.steps)
         summary = make_summary(self.state, after, k=cfg.eval.k, wall_seconds=self.elapsed(),
                                steps=cfg.optim.steps)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -62,13 +62,16 @@ def _trimmed(batch: TrainBatch, rows) -> tuple[torch.Tensor, torch.Tensor, slice
 
 @torch.no_grad()
 def sequence_logprobs(model, batch: TrainBatch, *, micro_batch_size: int,
-                      temperature: float) -> torch.Tensor:
-    """Log-probs ``(N, S-1)`` of the batch under ``model`` (old policy or reference)."""
+                      temperature: float, chunk_size: int = 0) -> torch.Tensor:
+    """Log-probs ``(N, S-1)`` of the batch under ``model`` (old policy or reference), on the
+    loss tokens only (0 elsewhere); ``chunk_size`` as in ``token_logprobs``."""
     out = torch.zeros_like(batch.mask)
     for start in range(0, len(batch), micro_batch_size):
         rows = torch.arange(start, min(start + micro_batch_size, len(batch)))
         ids, attention, cols = _trimmed(batch, rows)
-        out[rows, cols] = token_logprobs(model, ids, attention, temperature=temperature).float()
+        out[rows, cols] = token_logprobs(model, ids, attention, temperature=temperature,
+                                         chunk_size=chunk_size,
+                                         positions=batch.mask[rows, cols]).float()
     return out
 
 
@@ -88,6 +91,8 @@ class LossSettings:
     aggregation: str
     kl_coef: float
     temperature: float
+    chunk_size: int = 0
+    """Positions per output-head chunk in ``token_logprobs``; 0 computes full logits."""
 
 
 def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, group_ids,
@@ -103,9 +108,10 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, group_i
     for start in range(0, len(rows_all), micro_batch_size):
         rows = rows_all[start:start + micro_batch_size]
         ids, attention, cols = _trimmed(batch, rows)
+        m = batch.mask[rows, cols]  # (m, w-1)
         logp, entropy = token_logprobs(model, ids, attention, temperature=settings.temperature,
-                                       with_entropy=True)  # (m, w-1) each
-        m = batch.mask[rows, cols]
+                                       with_entropy=True, chunk_size=settings.chunk_size,
+                                       positions=m)  # (m, w-1) each
         loss, metrics = dapo_policy_loss(
             logp, batch.old_logp[rows, cols], batch.adv[rows], m,
             eps_low=settings.eps_low, eps_high=settings.eps_high, dual_clip=settings.dual_clip,

@@ -24,13 +24,15 @@ SMOKE = [
     "algo.max_gen_rounds=4", "optim.lr=1e-2", "optim.warmup_steps=0",
     "eval.num_problems=12", "eval.k=2", "logging.progress=false", "logging.save_every=1",
     "logging.plot=true", "model.threads=0",  # leave torch's thread count alone in tests
+    "algo.kl_coef=0.05",  # the optional KL to the RL-start model, so resume must restore it
+    "algo.logprob_chunk_size=7",  # the memory-bounded policy forward, several chunks
 ]
 REQUIRED_KEYS = [
     "compute/generated_tokens", "compute/trained_tokens", "sampling/generated_groups",
     "sampling/kept_groups", "sampling/rounds", "time/generate", "time/score", "time/update",
     "reward/accuracy", "length/mean", "length/max", "length/truncated_frac",
     "clip/frac_low", "clip/frac_high", "policy/entropy", "optim/grad_norm", "optim/lr",
-    "loss/policy",
+    "loss/policy", "loss/kl",
 ]
 
 
@@ -50,7 +52,7 @@ def test_steps_update_the_model_and_write_everything(smoke_run):
     run_dir, summary, before, after = smoke_run
     assert any(not torch.equal(before[k], after[k]) for k in before), "parameters did not move"
     records = read_metrics(run_dir / "metrics.jsonl")
-    assert [r["step"] for r in records] == [0, 1, 2, 2]  # eval before, 2 steps, eval after
+    assert [r["step"] for r in records] == [0, 1, 2]  # eval before RL, 2 steps (+ eval after)
     assert records[0]["eval/avg@2"] == summary["heldout_acc_before_rl"]
     assert records[-1]["eval/greedy"] == summary["heldout_greedy_acc_after_rl"]
     records = [r for r in records if "compute/generated_tokens" in r]
@@ -105,18 +107,56 @@ def test_resume_continues_from_the_right_step(smoke_run, tmp_path):
     code = cli_main(_args(["--resume", str(step1), "optim.steps=3"]))
     assert code == 0
     records = read_metrics(run_dir / "metrics.jsonl")
-    assert [r["step"] for r in records] == [0, 1, 2, 3, 3]
+    assert [r["step"] for r in records] == [0, 1, 2, 3]
     records = [r for r in records if "compute/generated_tokens" in r]
-    # Model, optimizer, RNG and problem stream restored: step 2 is the original step 2.
+    # Model, optimizer, RNG, problem stream and KL reference restored: step 2 is the
+    # original step 2 (its grad norm and KL would differ with the wrong reference).
     original = read_metrics(smoke_run[0] / "metrics.jsonl")[2]
     for key in ("compute/generated_tokens", "reward/accuracy", "sampling/kept_groups",
-                "loss/policy", "optim/grad_norm"):
+                "loss/policy", "loss/kl", "optim/grad_norm"):
         assert records[1][key] == pytest.approx(original[key], rel=1e-5, abs=1e-7), key
     assert latest_checkpoint(run_dir / "checkpoints").name == "step_00000003"
     meta = load_checkpoint(latest_checkpoint(run_dir / "checkpoints"), restore_rng=False)
     assert meta["config"]["optim"]["steps"] == 3
     # The problem stream continued where step 1 left it, not from the start.
     assert meta["extra_state"]["episodes"]["index"] > first
+
+
+@pytest.mark.slow
+def test_resume_keeps_the_rl_start_model_as_kl_reference(smoke_run, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "copy"
+    shutil.copytree(smoke_run[0], run_dir)
+    start = smoke_run[2]  # the policy when RL started (after the warm start)
+    config = load_config("tiny", SMOKE + ["optim.steps=2"])
+    with Run(config, run_dir=run_dir, resume=str(run_dir / "checkpoints" / "step_00000001"),
+             echo=lambda _: None) as run:
+        reference = run.ref_model.state_dict()
+        policy = run.model.state_dict()
+        frozen = not any(p.requires_grad for p in run.ref_model.parameters())
+        origin = run.state.get("reference")
+    assert any(not torch.equal(policy[k], start[k]) for k in start), "policy did not move"
+    for name, value in reference.items():
+        torch.testing.assert_close(value, start[name], rtol=0, atol=0, msg=name)
+    assert frozen and origin == "reference"  # a copy in the run directory, found again
+
+
+@pytest.mark.slow
+def test_resuming_a_finished_run_adds_no_metric_line(smoke_run, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "copy"
+    shutil.copytree(smoke_run[0], run_dir)
+    lines = (run_dir / "metrics.jsonl").read_text()
+    assert cli_main(_args(["--resume", str(run_dir)])) == 0  # its final checkpoint
+    assert (run_dir / "metrics.jsonl").read_text() == lines
+    summary = json.loads((run_dir / "summary.json").read_text())
+    original = dict(smoke_run[1])
+    assert summary.pop("wall_seconds") >= original.pop("wall_seconds")
+    assert summary == original  # the stored final evaluation, not a new random one
+    assert sorted(c.name for c in (run_dir / "checkpoints").iterdir()) == sorted(
+        c.name for c in (smoke_run[0] / "checkpoints").iterdir())
 
 
 def _args(argv):

@@ -66,12 +66,12 @@ def _setup(seed):
     return model, batch
 
 
-def _one_update(model, batch, micro, aggregation):
+def _one_update(model, batch, micro, aggregation, chunk_size=0):
     model = copy.deepcopy(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     settings_ = LossSettings(eps_low=0.2, eps_high=0.28, dual_clip=None, aggregation=aggregation,
-                             kl_coef=0.0, temperature=1.0)
+                             kl_coef=0.0, temperature=1.0, chunk_size=chunk_size)
     metrics = update_on_mini_batch(model, optimizer, scheduler, batch, np.arange(3),
                                    settings=settings_, micro_batch_size=micro, grad_clip=0.0)
     return model, metrics
@@ -96,6 +96,22 @@ def test_sequence_logprobs_do_not_depend_on_micro_batch_size():
     a = sequence_logprobs(model, batch, micro_batch_size=1, temperature=0.8)
     b = sequence_logprobs(model, batch, micro_batch_size=100, temperature=0.8)
     torch.testing.assert_close(a * batch.mask, b * batch.mask, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 1000])
+def test_chunked_head_gives_the_same_old_logprobs_and_update(chunk_size):
+    model, batch = _setup(11)
+    plain = sequence_logprobs(model, batch, micro_batch_size=4, temperature=0.8)
+    chunked = sequence_logprobs(model, batch, micro_batch_size=4, temperature=0.8,
+                                chunk_size=chunk_size)
+    torch.testing.assert_close(chunked, plain, atol=1e-6, rtol=1e-5)
+    assert (chunked[batch.mask == 0] == 0).all()  # only loss tokens are computed
+    whole, m_whole = _one_update(model, batch, 4, "token-mean")
+    split, m_split = _one_update(model, batch, 4, "token-mean", chunk_size=chunk_size)
+    for p, q in zip(whole.parameters(), split.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5)
+    for key in ("loss/policy", "optim/grad_norm", "policy/entropy"):
+        assert m_split[key] == pytest.approx(m_whole[key], rel=1e-5, abs=1e-7), key
 
 
 def test_mean_metrics_sums_tokens_and_counts_updates():
