@@ -39,16 +39,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = [
-    "MANIFEST",
-    "checkpoint_name",
-    "is_checkpoint",
-    "latest_checkpoint",
-    "list_checkpoints",
-    "load_checkpoint",
-    "resolve_checkpoint",
-    "save_checkpoint",
-]
+__all__ = ["MANIFEST", "checkpoint_name", "is_checkpoint", "latest_checkpoint",
+           "list_checkpoints", "load_checkpoint", "resolve_checkpoint", "save_checkpoint"]
 
 FORMAT_VERSION = 1
 MANIFEST = "checkpoint.json"
@@ -296,6 +288,21 @@ def _load_pt(path: Path, what: str, map_location):
         raise ValueError(
             f"checkpoint {path.parent} has no {path.name}; cannot restore {what}"
         ) from None
+    except Exception as exc:  # truncated or overwritten file: unpickling/zip errors
+        raise ValueError(f"checkpoint file {path} is corrupt, cannot restore {what} "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:100]}); "
+                         "resume from an earlier checkpoint directory") from None
+
+
+def _read_json(path: Path):
+    """A JSON file of a checkpoint; a missing or unreadable one raises ValueError naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"checkpoint {path.parent} has no {path.name}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"checkpoint file {path} is corrupt ({exc}); resume from an earlier "
+                         "checkpoint directory") from None
 
 
 def _model_state_from_dir(model_dir: Path, map_location) -> dict[str, torch.Tensor]:
@@ -309,7 +316,11 @@ def _model_state_from_dir(model_dir: Path, map_location) -> dict[str, torch.Tens
     device = str(map_location) if map_location is not None else "cpu"
     state: dict[str, torch.Tensor] = {}
     for shard in shards:
-        state.update(load_file(shard, device=device))
+        try:
+            state.update(load_file(shard, device=device))
+        except Exception as exc:  # safetensors raises its own error type on a bad header
+            raise ValueError(f"checkpoint weights {shard} are corrupt ({exc}); resume from an "
+                             "earlier checkpoint directory") from None
     return state
 
 
@@ -360,7 +371,9 @@ def load_checkpoint(
             f"{path} is not a complete checkpoint (no {MANIFEST}; an interrupted write, or "
             "a run directory: use resolve_checkpoint/latest_checkpoint to find one)"
         )
-    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    manifest = _read_json(path / MANIFEST)
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
+        raise ValueError(f"{path / MANIFEST}: not a checkpoint manifest (no integer 'step')")
     if manifest.get("format") != FORMAT_VERSION:
         raise ValueError(f"{path}: checkpoint format {manifest.get('format')!r} is not supported")
     if model is not None:
@@ -373,12 +386,12 @@ def load_checkpoint(
         _set_rng_state(_load_pt(path / "rng.pt", "the RNG states", "cpu"))
     extra = None
     if (path / "extra_state.json").is_file():
-        extra = json.loads((path / "extra_state.json").read_text(encoding="utf-8"))
+        extra = _read_json(path / "extra_state.json")
     elif (path / "extra_state.pt").is_file():
         extra = _load_pt(path / "extra_state.pt", "the extra state", map_location)
     return {
         "step": int(manifest["step"]),
-        "config": json.loads((path / "config.json").read_text(encoding="utf-8")),
+        "config": _read_json(path / "config.json"),
         "extra_state": extra,
         "path": path,
         "model_dir": path / "model",

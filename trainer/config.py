@@ -58,6 +58,11 @@ class ModelConfig:
                  f"model.tiny_hidden_size ({self.tiny_hidden_size}) must be a multiple of "
                  f"model.tiny_heads ({self.tiny_heads}) and model.tiny_layers >= 1")
         _require(self.threads >= 0, f"model.threads must be >= 0, got {self.threads}")
+        from verimath.envs.templates import TEMPLATES
+
+        _require(self.prompt_template in TEMPLATES or "{prompt}" in self.prompt_template,
+                 f"model.prompt_template must be one of {sorted(TEMPLATES)} or a string "
+                 f"containing {{prompt}}, got {self.prompt_template!r:.60}")
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,10 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         _require(1 <= self.level <= 5, f"data.level must be in 1..5, got {self.level}")
+        from verimath.envs.generators import FAMILIES
+
+        _require(self.family in FAMILIES,
+                 f"data.family must be one of {', '.join(FAMILIES)}, got {self.family!r}")
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,10 @@ class RewardConfig:
     def __post_init__(self) -> None:
         _require(self.answer_style in ("auto", "dapo", "boxed"),
                  f"reward.answer_style must be auto, dapo or boxed, got {self.answer_style!r}")
+        from verimath.rewards.equivalence import MODES
+
+        _require(self.mode in MODES, f"reward.mode must be one of {', '.join(MODES)}, "
+                                     f"got {self.mode!r}")
         _require(self.timeout > 0, f"reward.timeout must be > 0, got {self.timeout}")
         _require(self.overlong_buffer >= 1,
                  f"reward.overlong_buffer must be >= 1, got {self.overlong_buffer}")
@@ -323,6 +336,12 @@ class TrainConfig:
                  f"without dynamic sampling a step trains on one generation round: "
                  f"algo.train_prompts ({self.algo.train_prompts}) must be <= "
                  f"rollout.gen_prompts ({r.gen_prompts})")
+        reachable = r.gen_prompts * self.algo.max_gen_rounds
+        _require(self.algo.train_prompts <= reachable,
+                 f"algo.train_prompts ({self.algo.train_prompts}) can never be collected: "
+                 f"rollout.gen_prompts ({r.gen_prompts}) x algo.max_gen_rounds "
+                 f"({self.algo.max_gen_rounds}) = {reachable} groups at most per step; raise "
+                 "one of them or lower algo.train_prompts")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), the form written to YAML and checkpoints."""

@@ -163,7 +163,10 @@ def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, A
     if base is not None:  # a preset may start from another one and change a few keys
         if base == name_or_path or _depth >= 8:
             raise ValueError(f"{source}: __base__ chain is circular or too deep")
-        base_data, _ = read_config_file(str(base), _depth=_depth + 1)
+        try:
+            base_data, _ = read_config_file(str(base), _depth=_depth + 1)
+        except ValueError as exc:
+            raise ValueError(f"{source}: __base__: {exc}") from None
         data = _merge(base_data, data)
     return data, source
 

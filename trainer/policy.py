@@ -20,6 +20,9 @@ def resolve_device(device: str = "auto", dtype: str = "auto") -> tuple[torch.dev
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"model.device={device!r} but no CUDA device is visible; use auto or cpu")
     dev = torch.device(device)
+    if dev.type == "cpu" and dtype == "float16":  # CPU half-precision sampling yields NaN probs
+        raise ValueError("model.dtype='float16' is not supported on the CPU (sampling overflows "
+                         "to NaN); use float32 (or auto) or bfloat16")
     if dtype == "auto":
         return dev, (torch.bfloat16 if dev.type == "cuda" else torch.float32)
     return dev, getattr(torch, dtype)
@@ -52,7 +55,7 @@ def load_policy(config: ModelConfig, *, device: torch.device, dtype: torch.dtype
 
 def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype):
     """A causal LM and its tokenizer from a local Hugging Face directory."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     folder = Path(path)
     if not (folder / "config.json").is_file():
@@ -60,11 +63,37 @@ def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype):
             f"model.path={str(path)!r} is not a Hugging Face model directory (no config.json); "
             "verimath never downloads models: pass a local directory"
         )
-    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    tokenizer = load_tokenizer(folder)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True)
     return model, tokenizer
+
+
+GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+def load_tokenizer(folder: Path):
+    """The tokenizer of a local model directory, exactly as saved.
+
+    A tokenizer saved as a generic fast tokenizer (``tokenizer_class`` ``TokenizersBackend``
+    or ``PreTrainedTokenizerFast``, e.g. the tiny character tokenizer) is loaded as such:
+    ``AutoTokenizer`` would pick the class of the model type instead (``Qwen2Tokenizer`` for
+    a Qwen2 config) and replace its pre-tokenizer, silently dropping spaces and newlines."""
+    import json
+
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config_file = folder / "tokenizer_config.json"
+    declared = None
+    if config_file.is_file():
+        try:
+            declared = json.loads(config_file.read_text(encoding="utf-8")).get("tokenizer_class")
+        except (json.JSONDecodeError, AttributeError):
+            declared = None
+    if declared in GENERIC_TOKENIZER_CLASSES and (folder / "tokenizer.json").is_file():
+        return PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
+    return AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
 def save_reference(model, folder: str | os.PathLike) -> Path:

@@ -124,7 +124,8 @@ class HFRolloutEngine:
         for i, p in enumerate(prompts):  # left padding
             ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
             attention[i, width - len(p):] = 1
-        sample = {} if params.greedy else {"temperature": params.temperature, "top_p": params.top_p}
+        sample = {} if params.greedy else {  # top_k=0: no top-k cut (transformers' default 50)
+            "temperature": params.temperature, "top_p": params.top_p, "top_k": 0}
         was_training = self.model.training
         self.model.eval()
         try:
@@ -132,7 +133,7 @@ class HFRolloutEngine:
                 out = self.model.generate(
                     input_ids=ids.to(device), attention_mask=attention.to(device),
                     do_sample=not params.greedy, max_new_tokens=params.max_new_tokens,
-                    pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids), top_k=0,
+                    pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
                     **sample,
                 )
         finally:

@@ -57,6 +57,19 @@ def new_run_dir(root: str | Path = "runs", name: str = "run") -> Path:
     return path
 
 
+def make_loss_settings(config: TrainConfig) -> LossSettings:
+    """The loss switches of a config: DAPO 1 (``algo.clip_higher`` -> ``eps_high``, else
+    ``eps_low`` on both sides) and DAPO 3 (``algo.token_level_loss`` -> ``token-mean``, else
+    GRPO's ``seq-mean-token-mean``)."""
+    algo = config.algo
+    eps_low, eps_high = algo.clip_range
+    return LossSettings(
+        eps_low=eps_low, eps_high=eps_high, dual_clip=algo.dual_clip,
+        aggregation="token-mean" if algo.token_level_loss else "seq-mean-token-mean",
+        kl_coef=algo.kl_coef, temperature=config.rollout.temperature,
+        chunk_size=algo.logprob_chunk_size)
+
+
 class Run:
     """Owns model, optimizer, episode source, metrics file and progress bar of one run.
 
@@ -78,12 +91,7 @@ class Run:
                                                  seed=cfg.optim.seed)
         self.pad_id = self.tokenizer.pad_token_id
         self.temperature = cfg.rollout.temperature
-        eps_low, eps_high = cfg.algo.clip_range
-        self.loss_settings = LossSettings(
-            eps_low=eps_low, eps_high=eps_high, dual_clip=cfg.algo.dual_clip,
-            aggregation="token-mean" if cfg.algo.token_level_loss else "seq-mean-token-mean",
-            kl_coef=cfg.algo.kl_coef, temperature=cfg.rollout.temperature,
-            chunk_size=cfg.algo.logprob_chunk_size)
+        self.loss_settings = make_loss_settings(cfg)
         procedural = cfg.data.train_file is None  # a file run evaluates on heldout_file only
         self.heldout = heldout_problems(
             family=cfg.data.family, level=cfg.data.level, seed=cfg.eval.seed,
@@ -102,8 +110,8 @@ class Run:
         if resume is not None:
             ckpt = load_checkpoint(resolve_checkpoint(resume), model=self.model, restore_rng=False)
             self.start_step = ckpt["step"]
-            self.state.update(copy.deepcopy(ckpt["extra_state"]["run"]))
-        else:
+            self.state.update(copy.deepcopy(_trainer_state(ckpt)["run"]))
+        if ckpt is None:
             save_config(cfg, self.run_dir / "config.yaml")
             self._warm_start_and_evaluate()
         self.ref_model = self._reference_model(ckpt) if cfg.algo.kl_coef > 0 else None
@@ -111,7 +119,8 @@ class Run:
         self.episodes = self._make_episodes()
         if ckpt is not None:  # optimizer, scheduler, RNG and the problem stream
             load_checkpoint(ckpt["path"], optimizer=self.optimizer, scheduler=self.scheduler)
-            self.episodes.load_state_dict(ckpt["extra_state"]["episodes"])
+            self.episodes.load_state_dict(_trainer_state(ckpt)["episodes"])
+            save_config(cfg, self.run_dir / "config.yaml")  # the resumed config, overrides included
             self.say(f"resumed from {ckpt['path']} at step {self.start_step}")
         self.writer = MetricsWriter(self.run_dir / "metrics.jsonl", resume_step=self.start_step)
         if ckpt is None and self.state["before"]:
@@ -293,6 +302,16 @@ class Run:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _trainer_state(ckpt: dict) -> dict:
+    """The trainer's part of a checkpoint (``run`` bookkeeping and ``episodes`` stream)."""
+    extra = ckpt.get("extra_state")
+    if not isinstance(extra, dict) or not {"run", "episodes"} <= extra.keys():
+        raise ValueError(f"checkpoint {ckpt['path']} holds no trainer state (extra_state needs "
+                         "'run' and 'episodes'): it was not written by verimath train, or is "
+                         "corrupt; resume from an earlier checkpoint directory")
+    return extra
 
 
 def _progress(total: int, initial: int, enabled: bool, desc: str):

@@ -161,3 +161,10 @@ def test_override_values_parse_as_yaml(value):
     text = yaml.safe_dump(value).strip().removesuffix("...").strip()
     _, _, parsed = parse_override(f"optim.lr={text}")
     assert parsed == value or (isinstance(value, float) and parsed == pytest.approx(value))
+
+
+def test_a_bad_base_names_the_file_that_asks_for_it(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("__base__: tinyy\n")
+    with pytest.raises(ValueError, match=r"mine.yaml: __base__: unknown preset 'tinyy'"):
+        load_config(str(path))

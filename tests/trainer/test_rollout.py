@@ -139,3 +139,22 @@ def test_batches_are_split_without_changing_results():
     whole = HFRolloutEngine(MODEL, TOKENIZER, batch_size=64).generate(PROMPTS, params, n=2)
     split = HFRolloutEngine(MODEL, TOKENIZER, batch_size=1).generate(PROMPTS, params, n=2)
     assert whole.response_ids == split.response_ids
+
+
+def test_sampling_uses_the_full_distribution_and_greedy_gets_no_sampling_flags(monkeypatch):
+    """Sampling passes ``top_k=0`` (transformers would otherwise keep only the top 50
+    tokens); greedy passes no sampling flags (transformers warns about them)."""
+    calls = []
+    real = MODEL.generate
+
+    def spy(**kwargs):
+        calls.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(MODEL, "generate", spy)
+    engine = HFRolloutEngine(MODEL, TOKENIZER)
+    engine.generate(PROMPTS[:1], SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=2))
+    engine.generate(PROMPTS[:1], SamplingParams(greedy=True, max_new_tokens=2))
+    sampled, greedy = calls
+    assert (sampled["top_k"], sampled["temperature"], sampled["top_p"]) == (0, 0.7, 0.9)
+    assert not {"top_k", "temperature", "top_p"} & greedy.keys()

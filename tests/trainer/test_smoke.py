@@ -29,7 +29,7 @@ SMOKE = [
 ]
 REQUIRED_KEYS = [
     "compute/generated_tokens", "compute/trained_tokens", "sampling/generated_groups",
-    "sampling/kept_groups", "sampling/rounds", "time/generate", "time/score", "time/update",
+    "sampling/kept_groups", "sampling/rounds", "sampling/hit_cap", "time/generate", "time/score", "time/update",
     "reward/accuracy", "length/mean", "length/max", "length/truncated_frac",
     "clip/frac_low", "clip/frac_high", "policy/entropy", "optim/grad_norm", "optim/lr",
     "loss/policy", "loss/kl",

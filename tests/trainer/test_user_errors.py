@@ -1,0 +1,161 @@
+"""What a user sees when something is wrong: bad settings, corrupt checkpoints, bad data
+files, Ctrl-C. Each error names the setting or file, comes without a traceback (exit code 2,
+130 for an interruption), and leaves what was already on disk as it was."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+
+import pytest
+import torch
+from verimath.trainer.checkpoint import load_checkpoint, save_checkpoint
+from verimath.trainer.config_io import load_config
+from verimath.trainer.train_cli import add_arguments, interrupted_message
+from verimath.trainer.train_cli import main as train_main
+
+# A run that takes about a second: tiny model, no warm start, no evaluation.
+QUICK = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
+         "model.threads=0", "warmstart.steps=0", "rollout.gen_prompts=2", "rollout.group_size=2",
+         "rollout.max_new_tokens=4", "reward.overlong_buffer=2", "algo.train_prompts=2",
+         "algo.mini_batch_prompts=2", "algo.max_gen_rounds=1", "algo.dynamic_sampling=false",
+         "eval.num_problems=0", "logging.progress=false", "logging.plot=false",
+         "logging.save_every=1"]
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return train_main(parser.parse_args(argv))
+
+
+@pytest.mark.parametrize("override, setting", [
+    ("data.family=Algebra", "data.family"),
+    ("reward.mode=exact", "reward.mode"),
+    ("model.prompt_template=chatml", "model.prompt_template"),
+])
+def test_unknown_names_are_rejected_with_the_setting(override, setting, capsys):
+    with pytest.raises(ValueError, match=setting):
+        load_config("tiny", [override])
+    assert _cli([override, "--print-config"]) == 2  # before any run directory exists
+    err = capsys.readouterr().err
+    assert setting in err and "Traceback" not in err
+
+
+def test_an_unreachable_train_prompts_target_is_refused():
+    with pytest.raises(ValueError, match=r"algo.train_prompts \(32\) can never be collected"):
+        load_config("tiny", ["rollout.gen_prompts=8", "algo.max_gen_rounds=3"])
+    load_config("tiny", ["rollout.gen_prompts=8", "algo.max_gen_rounds=4"])  # 32: fine
+
+
+def test_float16_on_the_cpu_is_refused():
+    from verimath.trainer.policy import resolve_device
+
+    with pytest.raises(ValueError, match="model.dtype='float16'"):
+        resolve_device("cpu", "float16")
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    return save_checkpoint(tmp_path / "ckpts", model=model, optimizer=optimizer, step=3,
+                           config={"a": 1}, extra_state={"run": {}, "episodes": {}})
+
+
+@pytest.mark.parametrize("name", ["optimizer.pt", "model/model.pt", "checkpoint.json",
+                                  "config.json", "extra_state.json"])
+def test_a_corrupt_checkpoint_file_is_named(checkpoint, name):
+    (checkpoint / name).write_bytes(b"{ not what was written")
+    model = torch.nn.Linear(3, 2)
+    with pytest.raises(ValueError, match=f"{name}.* corrupt|corrupt.*{name}"):
+        load_checkpoint(checkpoint, model=model,
+                        optimizer=torch.optim.AdamW(model.parameters()))
+
+
+def test_corrupt_safetensors_weights_are_named(tmp_path):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(vocab_size=16, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2)
+    model = Qwen2ForCausalLM(cfg)
+    path = save_checkpoint(tmp_path, model=model, step=1, config={})
+    (weights,) = (path / "model").glob("*.safetensors")
+    weights.write_bytes(weights.read_bytes()[:50])
+    with pytest.raises(ValueError, match="model.safetensors are corrupt"):
+        load_checkpoint(path, model=Qwen2ForCausalLM(cfg))
+
+
+def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
+    from verimath.trainer.run import _trainer_state
+
+    meta = load_checkpoint(checkpoint, restore_rng=False)
+    assert _trainer_state(meta) == {"run": {}, "episodes": {}}
+    with pytest.raises(ValueError, match="holds no trainer state"):
+        _trainer_state({**meta, "extra_state": {"episodes": {}}})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"id": "a", "prompt": "1+1?", "answer": "2", "source": "t"}\n'
+     '{"id": "b", "prompt": "2+2?", "source": "t"}\n',
+     "bad.jsonl:2: missing field 'answer'"),
+    ("not json\n", "bad.jsonl:1: invalid JSON"),
+    ("", "holds no problems"),
+])
+def test_a_bad_problems_file_fails_before_the_run_starts(tmp_path, capsys, text, expected):
+    (tmp_path / "bad.jsonl").write_text(text)
+    for key in ("train_file", "heldout_file"):
+        code = _cli([f"data.{key}={tmp_path / 'bad.jsonl'}", "--output-dir",
+                     str(tmp_path / "run")])
+        err = capsys.readouterr().err
+        assert code == 2 and f"data.{key}" in err and expected in err
+        assert "Traceback" not in err and not (tmp_path / "run").exists()
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A one-step run made by the command line (one checkpoint, step_00000001)."""
+    run_dir = tmp_path_factory.mktemp("quick") / "run"
+    assert _cli(["--output-dir", str(run_dir), *QUICK, "optim.steps=1"]) == 0
+    return run_dir
+
+
+def test_resume_records_the_effective_config(finished_run, tmp_path):
+    out = tmp_path / "continued"
+    assert _cli(["--resume", str(finished_run), "--output-dir", str(out), "optim.steps=2"]) == 0
+    assert load_config(str(out / "config.yaml")).optim.steps == 2
+    assert [json.loads(line)["step"] for line in open(out / "metrics.jsonl")] == [2]
+    assert load_config(str(finished_run / "config.yaml")).optim.steps == 1
+
+
+def test_resume_from_a_corrupt_checkpoint_changes_nothing(finished_run, tmp_path, capsys):
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    (run_dir / "checkpoints" / "step_00000001" / "optimizer.pt").write_bytes(b"truncated")
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert _cli(["--resume", str(run_dir), "optim.steps=2"]) == 2
+    err = capsys.readouterr().err
+    assert "optimizer.pt is corrupt" in err and "Traceback" not in err
+    after = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
+    import verimath.trainer.loop as loop
+
+    def interrupted(run):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "train", interrupted)
+    assert _cli(["--output-dir", str(tmp_path / "run"), *QUICK, "optim.steps=1"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted before the first checkpoint" in err and "Traceback" not in err
+
+
+def test_interrupted_message_points_at_the_latest_checkpoint(finished_run):
+    message = interrupted_message(finished_run)
+    assert "step_00000001" in message
+    assert f"verimath train --resume {finished_run}" in message
