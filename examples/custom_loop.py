@@ -8,6 +8,8 @@ a local transformers causal LM (no download: pass a directory that holds the wei
     python examples/custom_loop.py --env verimath/Linear-v0 --level 2 --attempts 3
     python examples/custom_loop.py --model /path/to/Qwen2.5-0.5B-Instruct --episodes 8
     python examples/custom_loop.py --group 4x8                   # one P x G batch, as trainers do
+    python examples/custom_loop.py --model runs/tiny-.../checkpoints/step_00000100/model \\
+        --level 2 --template "{prompt}\\n" --max-new-tokens 16     # a `verimath train` checkpoint
     python examples/custom_loop.py --env verimath/Dataset-v0 --path math500.jsonl  # prepared data
 
 In retry mode (``--attempts K``) the env's observation after a wrong answer is the feedback
@@ -41,10 +43,14 @@ def transformers_policy(model_dir: str, max_new_tokens: int, sample: bool = Fals
     """A local causal LM, greedy (or sampling at temperature 1 with ``sample``: a group of
     greedy responses to one prompt would all be identical); responses carry their token counts.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from pathlib import Path
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    import torch
+    from transformers import AutoModelForCausalLM
+    from verimath.trainer.policy import load_tokenizer
+
+    # load_tokenizer keeps a generic fast tokenizer (e.g. a verimath checkpoint's) as saved.
+    tokenizer = load_tokenizer(Path(model_dir))
     model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
 
     def policy(prompt: str) -> str:
@@ -101,10 +107,15 @@ def main() -> None:
     parser.add_argument("--model", help="local directory of a transformers causal LM")
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--group", help="PxG: run one group batch instead (e.g. 4x8)")
+    parser.add_argument("--template", default="dapo",
+                        help='prompt template: dapo, boxed, raw or a string with {prompt} '
+                             '(a `verimath train` tiny checkpoint wants "{prompt}\\n")')
     args = parser.parse_args()
     policy = (transformers_policy(args.model, args.max_new_tokens, sample=bool(args.group))
               if args.model else calculator_policy)
+    template = args.template.replace("\\n", "\n")  # lets a newline be typed as \n in a shell
     source = {"path": args.path} if args.path else {"level": args.level}
+    source["template"] = template
     if args.group:
         p, g = (int(x) for x in args.group.lower().split("x"))
         print(run_group(args.env, policy, p, g, **source))
