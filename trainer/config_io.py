@@ -187,6 +187,11 @@ def load_config(name_or_path: str = "tiny", overrides: list[str] | None = None) 
     return apply_overrides(config_from_dict(data, source=source), list(overrides or []))
 
 
+def config_to_yaml(config: TrainConfig) -> str:
+    """The full config as YAML text (every field, sections in declaration order)."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
 def save_config(config: TrainConfig, path: str | Path) -> None:
     """Write the full config as YAML (every field, so a run is reproducible from it)."""
-    Path(path).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    Path(path).write_text(config_to_yaml(config), encoding="utf-8")

@@ -17,7 +17,14 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from verimath.envs import Problem, format_prompt, generate, make_group_env, read_problems
+from verimath.envs import (
+    MathEnv,
+    Problem,
+    format_prompt,
+    generate,
+    make_group_env,
+    read_problems,
+)
 from verimath.envs.generators import get_generator
 from verimath.trainer.rollout import RolloutEngine, SamplingParams
 
@@ -177,12 +184,12 @@ class EpisodeSource:
         return groups, correct
 
     def _account(self, out, correct, t_gen: float, t_score: float) -> None:
-        s = self.stats
-        s.generated_tokens += int(out.lengths.sum())
+        s, lengths = self.stats, out.lengths  # (B,), a computed property: read once
+        s.generated_tokens += int(lengths.sum())
         s.responses += len(out)
         s.seconds_generate += t_gen
         s.seconds_score += t_score
-        s.lengths += out.lengths.tolist()
+        s.lengths += lengths.tolist()
         s.truncated += int(out.truncated.sum())
         s.correct += int(np.sum(correct))
 
@@ -204,11 +211,11 @@ class EpisodeSource:
 
 
 def _group_env(num_problems, group_size, source, template, reward_kwargs):
-    from verimath.envs import MathEnv
-
     env = MathEnv(**source, template=template, **reward_kwargs)
     return make_group_env(env, num_problems, group_size)
 
 
 def format_prompts(problems: list[Problem], template: str) -> list[str]:
+    """The instruction text of each problem (``verimath.envs.format_prompt``), before the
+    chat template and tokenization of :func:`build_prompt_ids`."""
     return [format_prompt(p, template) for p in problems]

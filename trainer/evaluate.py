@@ -13,9 +13,9 @@ fractions in [0, 1]. Correctness is the same verifier as the training reward
 from __future__ import annotations
 
 import numpy as np
-from verimath.envs import Problem, format_prompt
+from verimath.envs import Problem
 from verimath.rewards import score_batch
-from verimath.trainer.episodes import build_prompt_ids
+from verimath.trainer.episodes import build_prompt_ids, format_prompts
 from verimath.trainer.rollout import RolloutEngine, SamplingParams
 
 
@@ -29,8 +29,8 @@ def evaluate(engine: RolloutEngine, tokenizer, problems: list[Problem], *, k: in
     """
     if not problems:
         return {}
-    texts = [format_prompt(p, template) for p in problems]
-    prompt_ids = build_prompt_ids(tokenizer, texts, use_chat_template=use_chat_template)
+    prompt_ids = build_prompt_ids(tokenizer, format_prompts(problems, template),
+                                  use_chat_template=use_chat_template)
     golds = [p.answer for p in problems]
     sampled = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
     greedy = SamplingParams(max_new_tokens=max_new_tokens, greedy=True)

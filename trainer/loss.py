@@ -166,11 +166,16 @@ def _denominator(count, local: torch.Tensor, name: str, what: str) -> torch.Tens
     return local.new_tensor(max(count, 1.0))
 
 
-def _validate(logp, old_logp, mask, eps_low, eps_high, dual_clip) -> None:
+def _check_logp_shapes(logp, other_name: str, other, mask) -> None:
+    """``logp`` is ``(B, T)`` and ``other`` (old or reference log-probs) and ``mask`` match it."""
     if logp.dim() != 2:
         raise ValueError(f"logp must have shape (B, T), got {tuple(logp.shape)}")
-    _check_bt("old_logp", old_logp, logp.shape)
+    _check_bt(other_name, other, logp.shape)
     _check_bt("mask", mask, logp.shape)
+
+
+def _validate(logp, old_logp, mask, eps_low, eps_high, dual_clip) -> None:
+    _check_logp_shapes(logp, "old_logp", old_logp, mask)
     if not (0.0 <= eps_low < 1.0):
         raise ValueError(f"eps_low must be in [0, 1), got {eps_low}")
     if not eps_high >= 0.0:
@@ -280,10 +285,7 @@ def kl_penalty(
     ``logp`` only. Add ``beta * kl_penalty(...)`` to the policy loss; DAPO itself uses no
     KL term (``beta = 0``). Counting conventions are those of ``aggregate_loss``.
     """
-    if logp.dim() != 2:
-        raise ValueError(f"logp must have shape (B, T), got {tuple(logp.shape)}")
-    _check_bt("ref_logp", ref_logp, logp.shape)
-    _check_bt("mask", mask, logp.shape)
+    _check_logp_shapes(logp, "ref_logp", ref_logp, mask)
     d = -_masked_log_ratio(logp, ref_logp.detach(), mask)  # (B, T)
     k3 = torch.expm1(d) - d
     return aggregate_loss(

@@ -180,7 +180,7 @@ class Run:
                                            weight_decay=o.weight_decay)
         per_step = a.ppo_epochs * math.ceil(a.train_prompts / a.mini_batch_prompts)
         total = max(1, o.steps * per_step)
-        lam = make_lr_lambda(warmup_steps=min(o.warmup_steps, total - 1 if total > 1 else 0),
+        lam = make_lr_lambda(warmup_steps=min(o.warmup_steps, total - 1),  # total >= 1
                              total_steps=total, schedule=o.schedule)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lam)
 

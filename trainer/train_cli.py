@@ -85,7 +85,7 @@ def check_paths(config) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from verimath.trainer.config_io import preset_names, save_config
+    from verimath.trainer.config_io import config_to_yaml, preset_names
 
     if args.list_presets:
         print("\n".join(preset_names()))
@@ -96,11 +96,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"verimath train: error: {exc}", file=sys.stderr)
         return 2
     if args.print_config:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            save_config(config, Path(tmp) / "c.yaml")
-            print((Path(tmp) / "c.yaml").read_text(), end="")
+        print(config_to_yaml(config), end="")
         return 0
     from verimath.trainer.loop import train
     from verimath.trainer.run import Run

@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 import torch
-from verimath.envs import format_prompt, generate
-from verimath.trainer.episodes import ExcludingGenerator, build_prompt_ids
+from verimath.envs import generate
+from verimath.trainer.episodes import ExcludingGenerator, build_prompt_ids, format_prompts
 from verimath.trainer.rollout import pack_sequences, token_logprobs
 
 NOISE_OFFSETS = (-10, -1, 1, 10)
@@ -47,8 +47,8 @@ def supervised_pairs(problems, tokenizer, *, template: str, use_chat_template: b
                      ) -> tuple[list[list[int]], list[list[int]]]:
     """Prompt ids and target ids (``answer_prefix + answer`` then EOS) of each problem;
     ``answers`` replaces the gold answers when given."""
-    texts = [format_prompt(p, template) for p in problems]
-    prompts = build_prompt_ids(tokenizer, texts, use_chat_template=use_chat_template)
+    prompts = build_prompt_ids(tokenizer, format_prompts(problems, template),
+                               use_chat_template=use_chat_template)
     answers = answers if answers is not None else [p.answer for p in problems]
     targets = [
         tokenizer(answer_prefix + a, add_special_tokens=False)["input_ids"]
