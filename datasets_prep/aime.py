@@ -14,13 +14,19 @@ Conversion:
 
 from __future__ import annotations
 
-import re
-
-from verimath.datasets_prep.rows import RawRow, RowError, get_answer, get_text, make_id, optional
+from verimath.datasets_prep.filters import is_integer_answer
+from verimath.datasets_prep.rows import (
+    RawRow,
+    RowError,
+    get_answer,
+    get_text,
+    make_id,
+    optional,
+    optional_text,
+)
 from verimath.envs.problem import Problem
 
 NAME = "aime"
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
 def canonical_integer(text: str, field: str = "answer") -> str:
@@ -28,7 +34,7 @@ def canonical_integer(text: str, field: str = "answer") -> str:
     stripped = text.strip()
     if stripped.startswith("$") and stripped.endswith("$") and len(stripped) > 1:
         stripped = stripped[1:-1].strip()
-    if not _INTEGER.match(stripped):
+    if not is_integer_answer(stripped):
         raise RowError(field, f"AIME answers are integers, got {text!r:.60}")
     return str(int(stripped))
 
@@ -40,12 +46,10 @@ def convert(row: RawRow, *, name: str = NAME, split: str = "test") -> Problem:
     problem = get_text(data, field)
     answer = canonical_integer(get_answer(data, "answer"))
     original_id = optional(data, "id")
-    url = optional(data, "url")
-    solution = optional(data, "solution")
     meta = {
         "original_id": None if original_id is None else str(original_id),
-        "url": url if isinstance(url, str) else None,
-        "solution": solution if isinstance(solution, str) else None,
+        "url": optional_text(data, "url"),
+        "solution": optional_text(data, "solution"),
     }
     return Problem(
         id=make_id(name, split, row.index),

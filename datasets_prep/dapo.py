@@ -31,7 +31,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from verimath.datasets_prep.rows import RawRow, RowError, answer_text, get_field, make_id, optional
+from verimath.datasets_prep.rows import (
+    RawRow,
+    RowError,
+    answer_text,
+    get_field,
+    make_id,
+    optional,
+    optional_text,
+)
 from verimath.envs.problem import Problem
 
 NAME = "dapo"
@@ -61,10 +69,10 @@ def _find_suffix(text: str, start: int) -> re.Match | None:
 def strip_template(text: str) -> tuple[str, bool]:
     """(bare problem, whether the DAPO template was found) for one prompt text."""
     prefix = _PREFIX.match(text)
-    suffix = _find_suffix(text, prefix.end() if prefix else 0)
+    start = prefix.end() if prefix else 0
+    suffix = _find_suffix(text, start)
     if prefix is None and suffix is None:
         return text.strip(), False
-    start = prefix.end() if prefix else 0
     end = suffix.start() if suffix else len(text)
     return text[start:end].strip(), True
 
@@ -118,10 +126,9 @@ def convert(row: RawRow, *, name: str = NAME, split: str = "train") -> Problem:
         raise RowError("prompt", "nothing left after removing the instruction template")
     answer = gold_answer(data)
     index = optional(data, "extra_info.index")
-    source = optional(data, "data_source")
     meta = {
         "index": None if index is None else str(index),
-        "data_source": source if isinstance(source, str) else None,
+        "data_source": optional_text(data, "data_source"),
         "template_found": found,
     }
     return Problem(

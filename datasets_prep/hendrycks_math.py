@@ -17,7 +17,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from verimath.datasets_prep.rows import RawRow, RowError, answer_text, get_text, make_id, optional
+from verimath.datasets_prep.rows import (
+    RawRow,
+    RowError,
+    answer_text,
+    get_text,
+    make_id,
+    optional,
+    optional_text,
+)
 from verimath.envs.problem import Problem
 from verimath.rewards import extract_answer
 
@@ -67,13 +75,11 @@ def convert(row: RawRow, *, name: str = NAME, split: str = "test") -> Problem:
     subject = optional(data, "subject")
     if subject is None:
         subject = optional(data, "type")
-    solution = optional(data, "solution")
-    unique_id = optional(data, "unique_id")
     meta = {
         "level": parse_level(optional(data, "level")),
         "subject": subject if isinstance(subject, str) else None,
-        "unique_id": unique_id if isinstance(unique_id, str) else None,
-        "solution": solution if isinstance(solution, str) else None,
+        "unique_id": optional_text(data, "unique_id"),
+        "solution": optional_text(data, "solution"),
     }
     return Problem(
         id=make_id(name, split, row.index),

@@ -117,6 +117,12 @@ def optional(row: Mapping[str, Any], path: str) -> Any:
         return None
 
 
+def optional_text(row: Mapping[str, Any], path: str) -> str | None:
+    """The value at `path` when it is a string, else None (absent or another type)."""
+    value = optional(row, path)
+    return value if isinstance(value, str) else None
+
+
 def jsonable(value: Any) -> Any:
     """`value` if JSON can hold it, else its ``str`` (dates, decimals, bytes in meta)."""
     try:

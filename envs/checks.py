@@ -86,10 +86,9 @@ def check_seeds_differ(env: gym.Env) -> None:
     menv = _math_env(env)
     if not menv.source.is_random:
         return  # an unshuffled list serves the same order for every seed, by design
-    a = [env.reset(seed=s)[1]["id"] for s in range(1, 4)]
-    b = [env.reset(seed=s)[1]["id"] for s in range(1001, 1004)]
-    a_text = [env.reset(seed=s)[0] for s in range(1, 4)]
-    b_text = [env.reset(seed=s)[0] for s in range(1001, 1004)]
+    a_text, a_info = zip(*(env.reset(seed=s) for s in range(1, 4)))
+    b_text, b_info = zip(*(env.reset(seed=s) for s in range(1001, 1004)))
+    a, b = [i["id"] for i in a_info], [i["id"] for i in b_info]
     assert a != b and a_text != b_text, (
         "resets with seeds 1..3 and 1001..1003 posed the same problems; the seed is not "
         "reaching the problem source (derive each stream from the seed, not a constant)"

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 from verimath.rewards import BatchScores, score_batch
 from verimath.rewards.equivalence import MODES
-
-STYLES = ("auto", "dapo", "boxed")
+from verimath.rewards.extract import STYLES
 
 
 class Response(str):
@@ -171,8 +170,7 @@ def score_responses(responses: Sequence[str], golds: Sequence[str], spec: Reward
     counts = resolve_lengths(responses, lengths, tokenizer, spec)
     scores = score_batch(
         [str(r) for r in responses], list(golds), lengths=counts,
-        max_length=spec.max_length if counts is not None else None,
-        cache_length=spec.cache_length if counts is not None else None,
+        max_length=spec.max_length, cache_length=spec.cache_length,  # None unless shaping
         style=spec.style, mode=spec.mode, timeout=spec.timeout, workers=workers,
     )
     return scores, shaped_rewards(scores.correct, scores.penalty, spec)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verimath.rewards.batch import score_batch
-from verimath.rewards.equivalence import MODES
+from verimath.rewards.equivalence import check_mode, check_timeout
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
 
@@ -166,7 +166,5 @@ def _completion_text(completion, index: int) -> str:
 
 def _check_options(style: str, mode: str, timeout: float) -> None:
     extract_answer("", style=style)  # raises ValueError for an unknown style
-    if mode not in MODES:
-        raise ValueError(f"unknown equivalence mode {mode!r}; expected one of {MODES}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_mode(mode)
+    check_timeout(timeout)

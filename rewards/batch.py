@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from verimath.rewards.equivalence import MODES, fast_verdict
+from verimath.rewards.equivalence import check_mode, check_timeout, fast_verdict
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
 from verimath.rewards.pool import ScoringPool, default_pool
@@ -169,8 +169,6 @@ def _check_inputs(responses, golds, lengths, max_length, cache_length, mode, tim
                          "count of each response as lengths=")
     if lengths is not None and len(lengths) != len(responses):
         raise ValueError(f"got {len(lengths)} lengths for {len(responses)} responses")
-    if mode not in MODES:
-        raise ValueError(f"unknown equivalence mode {mode!r}; expected one of {MODES}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_mode(mode)
+    check_timeout(timeout)
     return clean

@@ -130,7 +130,7 @@ def fast_verdict(pred: str, gold: str, *, mode: str = "symbolic") -> bool | None
     ``"string"`` (normalized strings equal) always decide. Never raises on any ``str``
     input; an unknown ``mode`` is a ``ValueError``.
     """
-    _check_mode(mode)
+    check_mode(mode)
     if not isinstance(pred, str) or not isinstance(gold, str):
         return False
     try:
@@ -173,9 +173,16 @@ def _compare_polynomials(a, b) -> bool | None:
     return a[1] == b[1]
 
 
-def _check_mode(mode: str) -> None:
+def check_mode(mode: str) -> None:
+    """ValueError unless ``mode`` is one of ``MODES``."""
     if mode not in MODES:
         raise ValueError(f"unknown equivalence mode {mode!r}; expected one of {MODES}")
+
+
+def check_timeout(timeout: float) -> None:
+    """ValueError unless ``timeout`` is a positive number of seconds (not a bool)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 
 def looks_like_code(text: str) -> bool:
@@ -275,7 +282,7 @@ def is_equivalent(
     (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
     never call math-verify. Gold is the reference: ``verify(gold, pred)``, not symmetric.
     """
-    _check_mode(mode)
+    check_mode(mode)
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if not isinstance(gold, str):
