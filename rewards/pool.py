@@ -404,6 +404,20 @@ def default_pool() -> ScoringPool:
         return pool
 
 
+def configure_default_pool(workers: int | None) -> ScoringPool:
+    """Replace the process-wide pool by one of ``workers`` processes (None: the default size).
+
+    For trainers that size scoring from their own config; the old pool's workers are ended.
+    """
+    global _default_pool
+    with _default_lock:
+        old, _default_pool = _default_pool, ScoringPool(workers if workers else _env_workers())
+        pool = _default_pool
+    if old is not None:
+        old.close()
+    return pool
+
+
 def _env_workers() -> int | None:
     value = os.environ.get("VERIMATH_WORKERS", "").strip()
     if not value:

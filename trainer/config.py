@@ -138,7 +138,8 @@ class RewardConfig:
     """``L_cache``: the penalty ramps from 0 to -1 over the last ``overlong_buffer`` tokens
     before ``rollout.max_new_tokens`` (``L_max``)."""
     workers: int = 0
-    """Scoring processes; 0 scores in the training process."""
+    """Processes that run math-verify for answers the exact fast path leaves open; 0 keeps
+    the shared pool's default size (``$VERIMATH_WORKERS``, else the usable CPUs, at most 8)."""
 
     def __post_init__(self) -> None:
         _require(self.answer_style in ("auto", "dapo", "boxed"),

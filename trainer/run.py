@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from verimath.rewards.pool import configure_default_pool
 from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from verimath.trainer.config import TrainConfig
 from verimath.trainer.config_io import save_config
@@ -92,6 +93,8 @@ class Run:
         self.pad_id = self.tokenizer.pad_token_id
         self.temperature = cfg.rollout.temperature
         self.loss_settings = make_loss_settings(cfg)
+        if cfg.reward.workers:
+            configure_default_pool(cfg.reward.workers)
         procedural = cfg.data.train_file is None  # a file run evaluates on heldout_file only
         self.heldout = heldout_problems(
             family=cfg.data.family, level=cfg.data.level, seed=cfg.eval.seed,

@@ -251,3 +251,16 @@ def test_an_interrupted_verify_frees_its_workers():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_configure_default_pool_replaces_the_shared_pool():
+    from verimath.rewards.pool import configure_default_pool, default_pool
+
+    old = default_pool()
+    pool = configure_default_pool(1)
+    try:
+        assert default_pool() is pool and pool.workers == 1 and old.closed
+        assert pool.verify([("\\sqrt{4}", "2")], timeout=10.0) == [(True, False)]
+    finally:
+        configure_default_pool(None)
+    assert default_pool() is not pool and pool.closed

@@ -26,6 +26,7 @@ SMOKE = [
     "logging.plot=true", "model.threads=0",  # leave torch's thread count alone in tests
     "algo.kl_coef=0.05",  # the optional KL to the RL-start model, so resume must restore it
     "algo.logprob_chunk_size=7",  # the memory-bounded policy forward, several chunks
+    "reward.workers=1",  # sizes the shared scoring pool (the default here would be 2)
 ]
 REQUIRED_KEYS = [
     "compute/generated_tokens", "compute/trained_tokens", "sampling/generated_groups",
@@ -209,3 +210,9 @@ def test_any_hf_directory_works_as_model_path(smoke_run, tmp_path):
     with pytest.raises(ValueError, match="never downloads"):
         load_policy(ModelConfig(path=str(tmp_path / "nowhere")), device=torch.device("cpu"),
                     dtype=torch.float32)
+
+
+def test_reward_workers_sizes_the_shared_scoring_pool(smoke_run):
+    from verimath.rewards import default_pool
+
+    assert default_pool().workers == 1
