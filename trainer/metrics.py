@@ -21,13 +21,15 @@ from typing import Any
 
 __all__ = ["DEFAULT_PLOT_KEYS", "MetricsWriter", "plot_learning_curve", "read_metrics"]
 
+# The trainer's own metric names (``verimath train`` with eval.k=4), so that
+# ``plot_learning_curve("runs/x/metrics.jsonl", "curve.png")`` draws a run's curves as is.
 DEFAULT_PLOT_KEYS = (
-    "reward/correct_mean",
-    "eval/accuracy",
+    "reward/accuracy",
+    "eval/avg@4",
     "loss/policy",
     "sampling/kept_groups",
     "policy/entropy",
-    "response/length_mean",
+    "length/mean",
 )
 
 

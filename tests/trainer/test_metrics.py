@@ -138,10 +138,8 @@ def test_plot_learning_curve(tmp_path):
     path = tmp_path / "metrics.jsonl"
     with MetricsWriter(path) as w:
         for step in range(10):
-            extra = {"eval/accuracy": step / 10} if step % 5 == 0 else {}
-            w.write(
-                step, {"reward/correct_mean": step / 20, "loss/policy": 1 / (step + 1), **extra}
-            )
+            extra = {"eval/avg@4": step / 10} if step % 5 == 0 else {}
+            w.write(step, {"reward/accuracy": step / 20, "loss/policy": 1 / (step + 1), **extra})
     png = plot_learning_curve(path, tmp_path / "plots" / "curve.png", title="tiny")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     with pytest.raises(ValueError, match="none of the keys"):
