@@ -3,12 +3,18 @@
 ``load_config("tiny", ["algo.eps_high=0.2"])`` reads a preset (``verimath/trainer/configs``)
 or a YAML path, then applies ``section.key=value`` overrides; each value is parsed as YAML and
 checked against the field's type, and every error names the file or override, the key and
-what was expected. A YAML file may start from another preset with ``__base__: tiny``.
+what was expected. A YAML file may start from another preset with ``__base__: tiny``, and
+may name settings that have no usable default with ``__requires__`` (a mapping from
+``section.key`` to a hint; the ``dapo`` preset requires ``model.path``): ``load_config``
+refuses to build a config that leaves one of them unset. A preset's first comment line is
+its one-line purpose (``verimath train --list-presets``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import textwrap
 import types
 import typing
 from importlib import resources
@@ -20,6 +26,7 @@ from verimath.trainer.config import TrainConfig
 
 SECTIONS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
 _ALIASES = {"algorithm": "algo", "optimisation": "optim", "optimization": "optim"}
+BASE_KEY, REQUIRES_KEY = "__base__", "__requires__"
 
 
 def _section_class(name: str) -> type:
@@ -134,11 +141,24 @@ def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+def preset_descriptions() -> dict[str, str]:
+    """``{name: one-line purpose}``: each preset's first comment line."""
+    folder = resources.files("verimath.trainer.configs")
+    out = {}
+    for name in preset_names():
+        text = (folder / f"{name}.yaml").read_text(encoding="utf-8")
+        comments = [line.lstrip("#").strip() for line in text.splitlines()
+                    if line.startswith("#")]
+        out[name] = comments[0] if comments else ""
+    return out
+
+
 def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, Any], str]:
     """Load a preset name or a YAML path; returns ``(mapping, source description)``.
 
     A file may name another preset or file as ``__base__``; its sections are merged under
-    the file's own keys.
+    the file's own keys. ``__requires__`` entries of the chain are merged and kept in the
+    mapping (as a dict ``{"section.key": hint}``) for :func:`load_config` to check.
     """
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
@@ -159,7 +179,8 @@ def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, A
         raise ValueError(f"{source}: invalid YAML ({exc})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping of sections, got {type(data).__name__}")
-    base = data.pop("__base__", None)
+    requires = _read_requires(data.pop(REQUIRES_KEY, None), source)
+    base = data.pop(BASE_KEY, None)
     if base is not None:  # a preset may start from another one and change a few keys
         if base == name_or_path or _depth >= 8:
             raise ValueError(f"{source}: __base__ chain is circular or too deep")
@@ -167,8 +188,30 @@ def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, A
             base_data, _ = read_config_file(str(base), _depth=_depth + 1)
         except ValueError as exc:
             raise ValueError(f"{source}: __base__: {exc}") from None
+        requires = {**base_data.pop(REQUIRES_KEY, {}), **requires}
         data = _merge(base_data, data)
+    if requires:
+        data[REQUIRES_KEY] = requires
     return data, source
+
+
+def _read_requires(value: Any, source: str) -> dict[str, str]:
+    """``__requires__`` as ``{"section.key": hint}``; a list of keys is accepted too."""
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        value = {key: "" for key in value}
+    if not isinstance(value, dict):
+        raise ValueError(f"{source}: __requires__ must map section.key to a hint, e.g. "
+                         "'__requires__: {model.path: a local model directory}'")
+    for key in value:
+        section, _, name = str(key).partition(".")
+        fields = {f.name for f in dataclasses.fields(_section_class(section))} \
+            if section in SECTIONS else set()
+        if name not in fields:
+            raise ValueError(f"{source}: __requires__ names {key!r}, which is not a setting "
+                             "(expected section.key, e.g. model.path)")
+    return {str(k): str(v or "") for k, v in value.items()}
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -181,10 +224,39 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(name_or_path: str = "tiny", overrides: list[str] | None = None) -> TrainConfig:
-    """Read a preset or YAML file, then apply dotted overrides."""
+def load_config(name_or_path: str = "tiny", overrides: list[str] | None = None, *,
+                check_required: bool = True) -> TrainConfig:
+    """Read a preset or YAML file, then apply dotted overrides.
+
+    With ``check_required`` (the default), a setting the file lists in ``__requires__``
+    that is still unset (None) after the overrides raises ValueError naming it, with an
+    example command.
+    """
     data, source = read_config_file(name_or_path)
-    return apply_overrides(config_from_dict(data, source=source), list(overrides or []))
+    requires = data.pop(REQUIRES_KEY, {})
+    config = apply_overrides(config_from_dict(data, source=source), list(overrides or []))
+    if check_required:
+        check_required_settings(config, requires, name_or_path)
+    return config
+
+
+def required_settings(name_or_path: str) -> dict[str, str]:
+    """The ``__requires__`` of a preset or YAML file (its ``__base__`` chain included)."""
+    return read_config_file(name_or_path)[0].get(REQUIRES_KEY, {})
+
+
+def check_required_settings(config: TrainConfig, requires: dict[str, str],
+                            name_or_path: str) -> None:
+    """ValueError when a required setting is unset, naming it and the way to give it."""
+    data = config.to_dict()
+    missing = [key for key in requires if data[key.split(".")[0]][key.split(".")[1]] is None]
+    if not missing:
+        return
+    where = f"preset {name_or_path!r}" if name_or_path in preset_names() else name_or_path
+    what = "; ".join(f"{key}: {requires[key]}" if requires[key] else key for key in missing)
+    example = " ".join(f"{key}=..." for key in missing)
+    raise ValueError(f"{where} needs {what}; it is not set. Pass it on the command line: "
+                     f"verimath train --config {name_or_path} {example}")
 
 
 def config_to_yaml(config: TrainConfig) -> str:
@@ -195,3 +267,71 @@ def config_to_yaml(config: TrainConfig) -> str:
 def save_config(config: TrainConfig, path: str | Path) -> None:
     """Write the full config as YAML (every field, so a run is reproducible from it)."""
     Path(path).write_text(config_to_yaml(config), encoding="utf-8")
+
+
+def field_docs() -> dict[str, dict[str, str]]:
+    """``{section: {field: docstring}}``, read from the docstrings under the fields of
+    ``verimath.trainer.config`` (empty when its source is not available)."""
+    import ast
+    import inspect
+
+    from verimath.trainer import config as module
+
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return {}
+    by_class: dict[str, dict[str, str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        docs = by_class.setdefault(node.name, {})
+        for stmt, after in zip(node.body, node.body[1:]):
+            if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)):
+                docs[stmt.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    hints = typing.get_type_hints(TrainConfig)
+    return {section: by_class.get(hints[section].__name__, {}) for section in SECTIONS}
+
+
+def config_to_commented_yaml(config: TrainConfig, header: list[str] = ()) -> str:
+    """The full config as YAML with each field's docstring as a comment above it (what
+    ``verimath train --print-config`` prints); it loads back to the same config."""
+    docs = field_docs()
+    lines = [f"# {line}" for text in header for line in textwrap.wrap(text, 92)]
+    for section, values in config.to_dict().items():
+        lines.append(f"{section}:")
+        for key, value in values.items():
+            doc = docs.get(section, {}).get(key, "").replace("``", "`")
+            lines += [f"  # {line}" for line in textwrap.wrap(doc, 90)]
+            lines.append(f"  {key}: {yaml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def yaml_value(value: Any) -> str:
+    """One value in YAML flow style: strings double-quoted (JSON escapes are YAML's too)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(yaml_value(v) for v in value) + "]"
+    return yaml.safe_dump(value).splitlines()[0]
+
+
+# Settings that may change when a run is resumed without changing what it trains: the
+# length of the run, bookkeeping, and memory/speed knobs whose results are the same.
+SAFE_ON_RESUME = ("optim.steps", "logging.*", "eval.every", "eval.batch_size",
+                  "rollout.batch_size", "algo.micro_batch_size", "algo.logprob_chunk_size",
+                  "model.threads", "reward.workers")
+
+
+def config_changes(old: TrainConfig, new: TrainConfig) -> list[tuple[str, Any, Any]]:
+    """``[("section.key", old value, new value), ...]`` for every field that differs."""
+    a, b = old.to_dict(), new.to_dict()
+    return [(f"{section}.{key}", a[section][key], b[section][key])
+            for section in a for key in a[section] if a[section][key] != b[section][key]]
+
+
+def is_safe_on_resume(key: str) -> bool:
+    """Whether changing ``key`` ("section.key") on resume leaves the experiment the same."""
+    return key in SAFE_ON_RESUME or f"{key.split('.')[0]}.*" in SAFE_ON_RESUME

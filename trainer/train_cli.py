@@ -5,60 +5,135 @@
     verimath train --config my.yaml algo.eps_high=0.28 optim.lr=1e-6
     verimath train --resume runs/tiny-20250101-120000 optim.steps=200
 
-``--resume`` takes a run directory (its latest checkpoint) or a checkpoint directory and
-continues from the checkpoint's step with the checkpoint's config (overrides still apply);
-the run directory's ``config.yaml`` is rewritten with that config once the checkpoint has
-loaded. Errors in settings, files or checkpoints exit with code 2 and a message naming the
-setting or file; Ctrl-C exits with 130 and names the checkpoint to resume from.
+Overrides may stand anywhere on the line, before or after options. ``--output-dir`` must
+be a new or empty directory: an existing run is continued with ``--resume`` or replaced
+with ``--overwrite``. ``--resume`` takes a run directory (its latest checkpoint) or a
+checkpoint directory and continues from the checkpoint's step with the checkpoint's config
+(overrides still apply); every changed setting is printed, and changes beyond
+:data:`~verimath.trainer.config_io.SAFE_ON_RESUME` need ``--allow-config-change``. The run
+directory's ``config.yaml`` is rewritten with that config once the checkpoint has loaded.
+Errors in settings, files or checkpoints exit with code 2 and a message naming the setting
+or file; Ctrl-C exits with 130 and names the checkpoint to resume from.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
+
+RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, metavar="PRESET_OR_YAML",
-                        help="a preset name (tiny, dapo, grpo, ...) or a YAML file "
+                        help="a preset name (see --list-presets) or a YAML file "
                              "(default: tiny, or the checkpoint's config with --resume)")
     parser.add_argument("--output-dir", default=None, metavar="DIR",
-                        help="run directory (default: a new folder under runs/)")
+                        help="run directory, new or empty (default: a new folder under runs/)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the run already in --output-dir, then start a new one")
     parser.add_argument("--resume", default=None, metavar="DIR",
                         help="continue from a checkpoint or the latest one of a run directory")
-    parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
+    parser.add_argument("--allow-config-change", action="store_true",
+                        help="with --resume: accept settings that change what the run trains "
+                             "(every change is printed either way)")
+    parser.add_argument("--list-presets", action="store_true",
+                        help="print the presets with their purpose and exit")
     parser.add_argument("--print-config", action="store_true",
-                        help="print the resolved config as YAML and exit")
+                        help="print the resolved config as YAML, each field documented, and exit")
     parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
                         help="config overrides, e.g. algo.eps_high=0.28 optim.steps=50")
 
 
-def resolve_config(args: argparse.Namespace):
-    """``(config, run_dir, resume_path)`` from the command line; raises ValueError."""
-    from verimath.trainer.config_io import apply_overrides, config_from_dict, load_config
+def claim_extra(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """Take overrides that stand after an option (``a.b=1 --output-dir r c.d=2``) into
+    ``args.overrides``, in order; returns what is left (unknown options)."""
+    args.overrides = [*args.overrides, *(a for a in extra if not a.startswith("-"))]
+    return [a for a in extra if a.startswith("-")]
 
-    resume = None
+
+def resolve_config(args: argparse.Namespace, *, echo=None):
+    """``(config, run_dir, resume_path)`` from the command line; raises ValueError.
+
+    With ``--resume``, the settings that differ from the checkpoint's config are passed to
+    ``echo`` (``field: old -> new``); changes outside the safe list need
+    ``--allow-config-change``.
+    """
+    from verimath.trainer.config_io import load_config
+
     if args.resume is not None:
-        from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint
-
-        resume = resolve_checkpoint(args.resume)
-        if args.config is None:
-            meta = load_checkpoint(resume, restore_rng=False)
-            config = apply_overrides(config_from_dict(meta["config"], source=str(resume)),
-                                     list(args.overrides))
-        else:
-            config = load_config(args.config, args.overrides)
-        run_dir = Path(args.output_dir) if args.output_dir else resume.parent.parent
-        return config, run_dir, resume
-    name = args.config or "tiny"
-    config = load_config(name, args.overrides)
+        return _resolve_resume(args, echo or _stderr)
+    name = args.config or "tiny"  # printing a preset's config needs none of its __requires__
+    config = load_config(name, args.overrides, check_required=not args.print_config)
     run_dir = args.output_dir or config.logging.output_dir
     if run_dir is None:
         from verimath.trainer.run import new_run_dir
 
         run_dir = new_run_dir("runs", Path(name).stem)
-    return config, Path(run_dir), resume
+    return config, Path(run_dir), None
+
+
+def _resolve_resume(args: argparse.Namespace, echo):
+    from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint
+    from verimath.trainer.config_io import (
+        apply_overrides,
+        config_changes,
+        config_from_dict,
+        is_safe_on_resume,
+        load_config,
+        yaml_value,
+    )
+
+    resume = resolve_checkpoint(args.resume)
+    meta = load_checkpoint(resume, restore_rng=False)
+    saved = config_from_dict(meta["config"], source=f"checkpoint {resume}")
+    if args.config is None:
+        config = apply_overrides(saved, list(args.overrides))
+    else:
+        config = load_config(args.config, args.overrides)
+    changes = config_changes(saved, config)
+    if changes:
+        echo(f"resuming {resume} with changed settings:\n" + "\n".join(
+            f"  {key}: {yaml_value(old)} -> {yaml_value(new)}" for key, old, new in changes))
+    unsafe = [key for key, _, _ in changes if not is_safe_on_resume(key)]
+    if unsafe and not args.allow_config_change:
+        raise ValueError(
+            f"--resume: {', '.join(unsafe)} would change what the run trains, and the result "
+            "would mix two experiments; start a new run for them (drop --resume), or pass "
+            "--allow-config-change to continue this one with them")
+    run_dir = Path(args.output_dir) if args.output_dir else resume.parent.parent
+    return config, run_dir, resume
+
+
+def _stderr(message: str) -> None:
+    print(f"verimath train: {message}", file=sys.stderr)
+
+
+def check_run_dir(run_dir: Path, *, resume: Path | None, overwrite: bool) -> None:
+    """ValueError unless ``run_dir`` may receive this run: new or empty, the run being
+    resumed, or (``overwrite``) a finished or abandoned run that is to be deleted."""
+    run_dir = Path(run_dir)
+    same_run = resume is not None and run_dir.resolve() == resume.parent.parent.resolve()
+    if overwrite and same_run:
+        raise ValueError(f"--overwrite would delete {run_dir}, which holds the checkpoint "
+                         "being resumed; drop --overwrite, or pass another --output-dir")
+    if same_run or not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise ValueError(f"--output-dir {run_dir} is a file; pass a new directory")
+    if not any(run_dir.iterdir()):
+        return
+    is_run = any((run_dir / name).exists() for name in RUN_FILES)
+    if not is_run:
+        raise ValueError(f"--output-dir {run_dir} is not empty and holds no verimath run; "
+                         "pass a new or empty directory")
+    if not overwrite:
+        raise ValueError(
+            f"--output-dir {run_dir} already holds a run; continue it with "
+            f"`verimath train --resume {run_dir}`, pass --overwrite to delete it and start "
+            "again, or choose another --output-dir")
 
 
 def check_paths(config) -> None:
@@ -74,30 +149,55 @@ def check_paths(config) -> None:
         value = getattr(config.data, key)
         if value is None:
             continue
+        if Path(value).is_dir():
+            raise ValueError(f"data.{key}={value!r} is a directory; pass a problems file "
+                             "(.jsonl or .parquet written by verimath prep)")
         if not Path(value).is_file():
             raise FileNotFoundError(f"data.{key}={value!r}: no such file")
         try:  # read it through once: a bad row fails now, not after the warm start
             count = sum(1 for _ in iter_problems(value))
-        except ValueError as exc:  # ProblemFileError names the file, row and field
+        except (ValueError, OSError) as exc:  # ProblemFileError names the file, row and field
             raise ValueError(f"data.{key}: {exc}") from None
         if count == 0:
             raise ValueError(f"data.{key}={value!r} holds no problems")
 
 
 def main(args: argparse.Namespace) -> int:
-    from verimath.trainer.config_io import config_to_yaml, preset_names
-
     if args.list_presets:
-        print("\n".join(preset_names()))
+        from verimath.trainer.config_io import preset_descriptions
+
+        presets = preset_descriptions()
+        width = max(map(len, presets))
+        print("\n".join(f"{name:<{width}}  {purpose}" for name, purpose in presets.items()))
         return 0
     try:
         config, run_dir, resume = resolve_config(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"verimath train: error: {exc}", file=sys.stderr)
+        if args.print_config:
+            print(_documented_config(config, args), end="")
+            return 0
+        check_paths(config)  # before anything is created on disk
+        check_run_dir(run_dir, resume=resume, overwrite=args.overwrite)
+    except (ValueError, OSError) as exc:
+        _stderr(f"error: {exc}")
         return 2
-    if args.print_config:
-        print(config_to_yaml(config), end="")
-        return 0
+    return _train(config, run_dir, resume, overwrite=args.overwrite)
+
+
+def _documented_config(config, args: argparse.Namespace) -> str:
+    from verimath.trainer.config_io import config_to_commented_yaml, required_settings
+
+    source = args.resume or args.config or "tiny"
+    header = [f"verimath train {'--resume' if args.resume else '--config'} {source} (each "
+              "field's documentation is the comment above it)"]
+    if args.resume is None:
+        values = config.to_dict()
+        header += [f"{key} must be set to train with this config: {hint}"
+                   for key, hint in required_settings(source).items()
+                   if values[key.split(".")[0]][key.split(".")[1]] is None]
+    return config_to_commented_yaml(config, header)
+
+
+def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool) -> int:
     from verimath.trainer.loop import train
     from verimath.trainer.run import Run
 
@@ -105,13 +205,14 @@ def main(args: argparse.Namespace) -> int:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-
     try:
-        check_paths(config)  # before anything is created on disk
-        print(f"verimath train: run directory {run_dir}", file=sys.stderr)
+        if overwrite and run_dir.exists():
+            _stderr(f"--overwrite: deleting the run in {run_dir}")
+            shutil.rmtree(run_dir)
+        _stderr(f"run directory {run_dir}")
         run = Run(config, run_dir=run_dir, resume=resume)
     except (ValueError, FileNotFoundError) as exc:  # bad model dir, data file, checkpoint
-        print(f"verimath train: error: {exc}", file=sys.stderr)
+        _stderr(f"error: {exc}")
         return 2
     except KeyboardInterrupt:  # during the warm start or the first evaluation
         print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)

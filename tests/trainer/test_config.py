@@ -12,11 +12,17 @@ from hypothesis import strategies as st
 from verimath.trainer.config import TrainConfig
 from verimath.trainer.config_io import (
     apply_overrides,
+    config_changes,
     config_from_dict,
+    config_to_commented_yaml,
+    field_docs,
+    is_safe_on_resume,
     load_config,
     parse_override,
+    preset_descriptions,
     preset_names,
     read_config_file,
+    required_settings,
     save_config,
 )
 
@@ -25,7 +31,71 @@ def test_presets_exist_and_load():
     names = preset_names()
     assert {"tiny", "dapo", "grpo"} <= set(names)
     for name in names:
-        assert isinstance(load_config(name), TrainConfig)
+        assert isinstance(load_config(name, check_required=False), TrainConfig)
+
+
+def test_every_preset_has_a_one_line_purpose():
+    purposes = preset_descriptions()
+    assert list(purposes) == preset_names()
+    for name, purpose in purposes.items():
+        assert 20 <= len(purpose) <= 100 and not purpose.startswith("#"), (name, purpose)
+    assert "model.path" in purposes["dapo"]
+
+
+def test_a_preset_for_a_real_model_refuses_to_start_without_one():
+    with pytest.raises(ValueError, match=r"preset 'dapo' needs model.path: a local Hugging Face "
+                                         r"model directory.*verimath train --config dapo "
+                                         r"model.path=\.\.\."):
+        load_config("dapo")
+    assert load_config("dapo", ["model.path=/models/m"]).model.path == "/models/m"
+    assert required_settings("dapo") == {"model.path": required_settings("dapo")["model.path"]}
+    assert required_settings("tiny") == {}
+
+
+def test_requires_is_inherited_through_base_and_checked(tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("__base__: dapo\noptim:\n  steps: 3\n")
+    with pytest.raises(ValueError, match="needs model.path"):
+        load_config(str(mine))
+    own = tmp_path / "own.yaml"
+    own.write_text("__requires__: [data.train_file]\n")
+    with pytest.raises(ValueError, match=r"needs data.train_file; it is not set"):
+        load_config(str(own))
+    assert load_config(str(own), ["data.train_file=x.jsonl"]).data.train_file == "x.jsonl"
+    own.write_text("__requires__: [model.nothing]\n")
+    with pytest.raises(ValueError, match="own.yaml: __requires__ names 'model.nothing'"):
+        load_config(str(own))
+
+
+@pytest.mark.parametrize("preset", ["tiny", "dapo", "grpo"])
+def test_documented_yaml_loads_back_to_the_same_config(preset, tmp_path):
+    config = apply_overrides(load_config(preset, check_required=False), [
+        "model.prompt_template='Q: {prompt}\\n\"A\": ' ", "optim.betas=[0.8, 0.9]",
+        "algo.dual_clip=3.0", "optim.lr=1e-7", "data.skip_containing=['*', '#']"])
+    text = config_to_commented_yaml(config, ["header line"])
+    assert text.startswith("# header line\n")
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert load_config(str(path)) == config
+    # every field is preceded by its docstring as a comment
+    docs = field_docs()
+    assert docs["algo"]["eps_high"].startswith("Upper clip range")
+    lines = text.splitlines()
+    for section, fields in config.to_dict().items():
+        for key in fields:
+            index = next(i for i, line in enumerate(lines) if line.startswith(f"  {key}: ")
+                         and lines[:i].count(f"{section}:") == 1)
+            assert lines[index - 1].startswith("  # "), f"{section}.{key} has no comment"
+
+
+def test_config_changes_and_the_safe_list():
+    old = load_config("tiny")
+    new = apply_overrides(old, ["optim.steps=200", "algo.eps_high=0.3", "logging.plot=false"])
+    assert config_changes(old, new) == [("algo.eps_high", 0.28, 0.3), ("optim.steps", 100, 200),
+                                        ("logging.plot", True, False)]
+    assert config_changes(old, old) == []
+    assert is_safe_on_resume("optim.steps") and is_safe_on_resume("logging.plot")
+    assert not is_safe_on_resume("algo.eps_high") and not is_safe_on_resume("optim.lr")
 
 
 def test_every_field_has_a_docstring():
@@ -63,7 +133,7 @@ def test_grpo_switches_all_four_dapo_controls_off():
 
 
 def test_dapo_preset_matches_the_paper():
-    c = load_config("dapo")
+    c = load_config("dapo", ["model.path=/models/m"])
     assert (c.algo.eps_low, c.algo.eps_high) == (0.2, 0.28)
     assert c.rollout.group_size == 16 and c.rollout.max_new_tokens == 20480
     assert c.reward.overlong_buffer == 4096 and c.algo.kl_coef == 0.0
