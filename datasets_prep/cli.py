@@ -8,8 +8,8 @@
         --output mine.jsonl
 
 Prints counts (read, rejected, deduplicated, decontaminated, kept) and three sample
-records; exits 1 on malformed input (the message names file, line/row and field) or
-when no problem is left, 0 otherwise. Writes are atomic: a failed run leaves an
+records; exits 2, as ``verimath train`` and ``verimath score`` do, on malformed input (the
+message names file, line/row and field) or when no problem is left, 0 otherwise. Writes are atomic: a failed run leaves an
 existing output file as it was.
 """
 
@@ -54,8 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="answer styles every gold must verify in (default: both)")
     parser.add_argument("--no-verify", action="store_true", help="skip the gold self-check")
     generic = parser.add_argument_group("generic source")
-    generic.add_argument("--problem-field", default="problem", help="dotted path of the problem")
-    generic.add_argument("--answer-field", default="answer", help="dotted path of the answer")
+    generic.add_argument("--problem-field", default="problem",
+                         help="dotted path of the problem (default: %(default)s)")
+    generic.add_argument("--answer-field", default="answer",
+                         help="dotted path of the answer, a string or a number "
+                              "(default: %(default)s)")
     generic.add_argument("--id-field", help="dotted path of an id to use instead of the row number")
     generic.add_argument("--meta-fields", nargs="+", default=[], metavar="FIELD",
                          help="fields copied into meta")
@@ -135,8 +138,9 @@ def _run(args: argparse.Namespace) -> int:
         write_jsonl_atomic([r.to_dict() for r in result.rejected], side)
         print(f"{len(result.rejected)} rejected rows with reasons -> {side}")
     if not result.problems:
-        print("verimath prep: error: no problem left to write", file=sys.stderr)
-        return 1
+        print(f"verimath prep: error: no problem left to write from {args.input} (see the "
+              "counts above)", file=sys.stderr)
+        return 2
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     write_problems(result.problems, args.output)
     print(f"wrote {len(result.problems)} problems -> {args.output}")
@@ -148,4 +152,4 @@ def main(args: argparse.Namespace) -> int:
         return _run(args)
     except (ValueError, OSError, ImportError) as exc:  # ProblemFileError is a ValueError
         print(f"verimath prep: error: {exc}", file=sys.stderr)
-        return 1
+        return 2

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from verimath.datasets_prep.rows import RawRow, RowError
-from verimath.envs.problem import ProblemFileError
+from verimath.envs.problem import ProblemFileError, iter_text_lines
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 _DATA_EXTRA = "pip install 'verimath[data]' (datasets and pyarrow)"
@@ -95,25 +95,24 @@ def _parse_line(path: str, lineno: int, index: int, line: str) -> RawRow:
 
 
 def _iter_jsonl(path: str) -> Iterator[RawRow]:
-    with open(path, encoding="utf-8") as f:
-        index = 0
-        for lineno, line in enumerate(f, start=1):
-            if line.strip():
-                yield _parse_line(path, lineno, index, line)
-                index += 1
+    index = 0
+    for lineno, line in iter_text_lines(path):  # names file and line of a non-UTF-8 byte
+        if line.strip():
+            yield _parse_line(path, lineno, index, line)
+            index += 1
 
 
 def _iter_json(path: str) -> Iterator[RawRow]:
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         head = f.read(4096).lstrip()
-    if not head.startswith("["):
+    if not head.startswith(b"["):
         yield from _iter_jsonl(path)
         return
-    with open(path, encoding="utf-8") as f:
-        try:
-            items = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ProblemFileError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    text = "".join(line for _, line in iter_text_lines(path))
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProblemFileError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     for index, item in enumerate(items):
         where = f"{path}: row {index}"
         if isinstance(item, dict):
@@ -124,17 +123,17 @@ def _iter_json(path: str) -> Iterator[RawRow]:
 
 
 def _iter_csv(path: str) -> Iterator[RawRow]:
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            return
-        for index, record in enumerate(reader):
-            where = f"{path}:{reader.line_num}"
-            if None in record:
-                error = RowError(None, f"{len(record[None])} more values than header columns")
-                yield RawRow(index, where, {}, error)
-            else:
-                yield RawRow(index, where, record)
+    lines = (line.removeprefix("\ufeff") if n == 1 else line for n, line in iter_text_lines(path))
+    reader = csv.DictReader(lines)
+    if reader.fieldnames is None:
+        return
+    for index, record in enumerate(reader):
+        where = f"{path}:{reader.line_num}"
+        if None in record:
+            error = RowError(None, f"{len(record[None])} more values than header columns")
+            yield RawRow(index, where, {}, error)
+        else:
+            yield RawRow(index, where, record)
 
 
 def _import(module: str) -> Any:

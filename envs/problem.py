@@ -69,7 +69,7 @@ class Problem:
         values: dict[str, Any] = {}
         for name in ("id", "prompt", "answer", "source"):
             if name not in row or row[name] is None:
-                raise ProblemFileError(f"{where}: missing field {name!r}")
+                raise ProblemFileError(f"{where}: missing field {name!r}{_raw_row_hint(row)}")
             value = row[name]
             if not isinstance(value, str):
                 raise ProblemFileError(
@@ -103,6 +103,9 @@ def iter_problems(path: str | os.PathLike) -> Iterator[Problem]:
     file, the 1-based line (jsonl) or 0-based row (parquet) and the field.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ProblemFileError(f"{path} is a directory; a problems file is a .jsonl or .parquet "
+                               "file written by verimath prep")
     if path.endswith(".parquet"):
         yield from _iter_parquet(path)
     elif path.endswith((".jsonl", ".json")):
@@ -148,16 +151,47 @@ def _problem_line(problem: Problem, where: str) -> str:
 
 
 def _iter_jsonl(path: str) -> Iterator[Problem]:
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
+    for lineno, line in iter_text_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ProblemFileError(f"{where}: invalid JSON ({exc.msg})") from None
+        yield Problem.from_dict(row, where=where)
+
+
+def iter_text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """``(1-based line number, line)`` of a text file; a line that is not valid UTF-8 raises
+    `ProblemFileError` naming the file, the line and the byte (codecs alone name neither)."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ProblemFileError(f"{where}: invalid JSON ({exc.msg})") from None
-            yield Problem.from_dict(row, where=where)
+                yield lineno, raw.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise ProblemFileError(
+                    f"{os.fspath(path)}:{lineno}: not UTF-8 text (byte "
+                    f"0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as "
+                    "UTF-8") from None
+
+
+# Fields of raw dataset rows, and the `verimath prep` source that converts them.
+_RAW_LAYOUTS = ((("question", "answer"), "gsm8k"), (("problem", "solution"), "math"),
+                (("prompt", "solution"), "dapo"), (("problem", "answer"), "generic"))
+
+
+def _raw_row_hint(row: Mapping[str, Any]) -> str:
+    """A pointer to `verimath prep` for rows that look like an unconverted dataset."""
+    if all(name in row for name in ("id", "prompt", "answer", "source")):
+        return ""
+    for fields, source in _RAW_LAYOUTS:
+        if all(name in row for name in fields):
+            return (f" (the row has {', '.join(repr(f) for f in fields)}: it looks like raw "
+                    f"data; convert it first with `verimath prep {source} --input FILE "
+                    "--output problems.jsonl`; sources: gsm8k, math, aime, dapo, generic)")
+    return (" (a problems file has fields id, prompt, answer, source, meta: write one with "
+            "`verimath prep`)")
 
 
 def _import_pyarrow():

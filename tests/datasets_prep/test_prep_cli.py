@@ -50,7 +50,7 @@ def test_bad_row_fails_and_leaves_existing_output_untouched(tmp_path, capsys):
                                                {"question": "q2"}])
     out = tmp_path / "out.jsonl"
     out.write_text("previous content\n")
-    assert main(["prep", "gsm8k", "--input", src, "--output", str(out)]) == 1
+    assert main(["prep", "gsm8k", "--input", src, "--output", str(out)]) == 2
     assert f"{src}:2: field 'answer': missing" in capsys.readouterr().err
     assert out.read_text() == "previous content\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "out.jsonl"]
@@ -117,10 +117,10 @@ def test_integer_answers_and_decontamination(tmp_path, capsys):
          "--decontaminate-against missing.jsonl: no such file"),
     ],
 )
-def test_bad_options_exit_1(tmp_path, capsys, argv, message):
+def test_bad_options_exit_2(tmp_path, capsys, argv, message):
     src = write_jsonl(tmp_path / "t.jsonl", [{"question": "q", "answer": "#### 1"}])
     argv = [src if a == "RAW" else a for a in argv]  # a raw dataset, not a problem file
-    assert main(["prep", "gsm8k", "--input", src, *argv]) == 1
+    assert main(["prep", "gsm8k", "--input", src, *argv]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -132,15 +132,15 @@ def test_missing_pyarrow_fails_before_the_work(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(problem_module, "_import_pyarrow", no_pyarrow)
     src = write_jsonl(tmp_path / "t.jsonl", [{"question": "q", "answer": "#### 1"}])
-    assert main(["prep", "gsm8k", "--input", src, "--output", str(tmp_path / "o.parquet")]) == 1
+    assert main(["prep", "gsm8k", "--input", src, "--output", str(tmp_path / "o.parquet")]) == 2
     out, err = capsys.readouterr()
     assert "parquet files need pyarrow" in err and "read" not in out
 
 
-def test_nothing_kept_exits_1(tmp_path, capsys):
+def test_nothing_kept_exits_2(tmp_path, capsys):
     src = write_jsonl(tmp_path / "t.jsonl", [{"problem": "p", "answer": "1.5"}])
     out = tmp_path / "o.jsonl"
-    assert main(["prep", "generic", "--input", src, "--output", str(out), "--integer-answers"]) == 1
+    assert main(["prep", "generic", "--input", src, "--output", str(out), "--integer-answers"]) == 2
     assert "no problem left" in capsys.readouterr().err and not out.exists()
 
 
@@ -168,3 +168,37 @@ def test_duplicate_ids_from_id_field_name_both_rows(tmp_path):
     src = write_jsonl(tmp_path / "ids.jsonl", rows)
     with pytest.raises(ValueError, match=rf"^{src}:2: duplicate id 'generic/ids/x' \(first at {src}:1\)"):
         prepare("generic", src, id_field="uid")
+
+
+@pytest.mark.parametrize("name, content, where", [
+    ("latin.jsonl", b'{"problem": "1+1?", "answer": "2"}\n{"problem": "caf\xe9?", "answer": "2"}\n',
+     "latin.jsonl:2: not UTF-8 text (byte 0xe9 at column 17)"),
+    ("latin.csv", b"problem,answer\n1+1?,2\ncaf\xe9?,3\n", "latin.csv:3: not UTF-8 text"),
+    ("latin.json", b'[{"problem": "1+1?", "answer": "2"},\n {"problem": "caf\xe9", "answer": "3"}]',
+     "latin.json:2: not UTF-8 text"),
+])
+def test_non_utf8_input_names_file_and_line(tmp_path, capsys, name, content, where):
+    (tmp_path / name).write_bytes(content)
+    out = tmp_path / "out.jsonl"
+    assert main(["prep", "generic", "--input", str(tmp_path / name), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / where}" in err and "save the file as UTF-8" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_generic_help_shows_the_default_fields(capsys):
+    with pytest.raises(SystemExit):
+        main(["prep", "generic", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "dotted path of the problem (default: problem)" in help_text
+    assert "(default: answer)" in help_text
+
+
+def test_a_raw_dataset_where_a_problem_file_belongs_points_at_prep(tmp_path, capsys):
+    raw = write_jsonl(tmp_path / "raw.jsonl", [{"question": "q?", "answer": "x\n#### 1"}])
+    src = write_jsonl(tmp_path / "t.jsonl", [{"question": "Tom has 2 apples?", "answer": "#### 2"}])
+    code = main(["prep", "gsm8k", "--input", src, "--output", str(tmp_path / "o.jsonl"),
+                 "--decontaminate-against", raw])
+    assert code == 2
+    assert "missing field 'id'" in (err := capsys.readouterr().err)
+    assert "verimath prep gsm8k" in err
