@@ -290,8 +290,17 @@ def _load_pt(path: Path, what: str, map_location):
         ) from None
     except Exception as exc:  # truncated or overwritten file: unpickling/zip errors
         raise ValueError(f"checkpoint file {path} is corrupt, cannot restore {what} "
-                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:100]}); "
+                         f"({type(exc).__name__}: {_first_sentence(str(exc))}); "
                          "resume from an earlier checkpoint directory") from None
+
+
+def _first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence of an error message, shortened at a word boundary."""
+    lines = text.strip().splitlines()
+    sentence = lines[0].split(". ")[0] if lines else ""
+    if len(sentence) <= limit:
+        return sentence
+    return sentence[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def _read_json(path: Path):

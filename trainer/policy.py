@@ -73,8 +73,8 @@ def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype):
 GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 
 
-def load_tokenizer(folder: Path):
-    """The tokenizer of a local model directory, exactly as saved.
+def load_tokenizer(folder: str | os.PathLike):
+    """The tokenizer of a local model directory (a path or a string), exactly as saved.
 
     A tokenizer saved as a generic fast tokenizer (``tokenizer_class`` ``TokenizersBackend``
     or ``PreTrainedTokenizerFast``, e.g. the tiny character tokenizer) is loaded as such:
@@ -84,6 +84,10 @@ def load_tokenizer(folder: Path):
 
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{str(folder)!r} is not a model directory; pass the folder that "
+                         "holds tokenizer.json (e.g. a checkpoint's model/ directory)")
     config_file = folder / "tokenizer_config.json"
     declared = None
     if config_file.is_file():

@@ -104,15 +104,28 @@ def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
      "bad.jsonl:2: missing field 'answer'"),
     ("not json\n", "bad.jsonl:1: invalid JSON"),
     ("", "holds no problems"),
+    ('{"id": "a", "prompt": "1+1?", "answer": "2", "source": "t"}\n'
+     '{"id": "b", "prompt": "caf\udce9?", "answer": "2", "source": "t"}\n',
+     "bad.jsonl:2: not UTF-8 text (byte 0xe9 at column 27)"),
+    ('{"question": "Tom has 3 apples and buys 2. How many?", "answer": "3 + 2 = 5\\n#### 5"}\n',
+     "bad.jsonl:1: missing field 'id' (the row has 'question', 'answer': it looks like raw data; "
+     "convert it first with `verimath prep gsm8k"),
 ])
 def test_a_bad_problems_file_fails_before_the_run_starts(tmp_path, capsys, text, expected):
-    (tmp_path / "bad.jsonl").write_text(text)
+    (tmp_path / "bad.jsonl").write_bytes(text.encode("utf-8", "surrogateescape"))
     for key in ("train_file", "heldout_file"):
         code = _cli([f"data.{key}={tmp_path / 'bad.jsonl'}", "--output-dir",
                      str(tmp_path / "run")])
         err = capsys.readouterr().err
         assert code == 2 and f"data.{key}" in err and expected in err
         assert "Traceback" not in err and not (tmp_path / "run").exists()
+
+
+def test_a_directory_as_a_problems_file_is_named_as_such(tmp_path, capsys):
+    assert _cli([f"data.train_file={tmp_path}", "--output-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"data.train_file={str(tmp_path)!r} is a directory" in err
+    assert "verimath prep" in err and not (tmp_path / "run").exists()
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +172,97 @@ def test_interrupted_message_points_at_the_latest_checkpoint(finished_run):
     message = interrupted_message(finished_run)
     assert "step_00000001" in message
     assert f"verimath train --resume {finished_run}" in message
+
+
+def _files(run_dir) -> dict:
+    return {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+
+def test_an_existing_run_is_never_mixed_with_a_new_one(finished_run, capsys):
+    before = _files(finished_run)
+    assert _cli(["--output-dir", str(finished_run), *QUICK, "optim.steps=1"]) == 2
+    err = capsys.readouterr().err
+    assert f"--output-dir {finished_run} already holds a run" in err
+    assert f"verimath train --resume {finished_run}" in err and "--overwrite" in err
+    assert _files(finished_run) == before
+
+
+def test_overwrite_deletes_the_old_run_first(finished_run, tmp_path, capsys):
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    (run_dir / "stale.txt").write_text("from the old run")
+    assert _cli(["--output-dir", str(run_dir), "--overwrite", *QUICK, "optim.steps=1"]) == 0
+    assert not (run_dir / "stale.txt").exists()
+    assert [json.loads(line)["step"] for line in open(run_dir / "metrics.jsonl")] == [1]
+    assert "deleting the run" in capsys.readouterr().err
+
+
+def test_a_directory_that_holds_no_run_is_never_deleted(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert _cli(["--output-dir", str(tmp_path), "--overwrite", *QUICK]) == 2
+    assert "holds no verimath run" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_never_deletes_the_run_being_resumed(finished_run, capsys):
+    before = _files(finished_run)
+    assert _cli(["--resume", str(finished_run), "--overwrite", "optim.steps=2"]) == 2
+    assert "holds the checkpoint being resumed" in capsys.readouterr().err
+    assert _files(finished_run) == before
+
+
+@pytest.mark.parametrize("argv, changed", [
+    (["algo.eps_high=0.3", "optim.steps=2"], ["algo.eps_high: 0.28 -> 0.3"]),
+    (["--config", "grpo", *QUICK], ["algo.clip_higher: true -> false",
+                                    "reward.overlong_punishment: true -> false"]),
+])
+def test_resume_says_what_changed_and_refuses_to_change_the_experiment(
+        finished_run, tmp_path, capsys, argv, changed):
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    before = _files(run_dir)
+    assert _cli(["--resume", str(run_dir), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "with changed settings:" in err and "--allow-config-change" in err
+    assert all(f"  {line}" in err for line in changed)
+    assert _files(run_dir) == before
+
+
+def test_resume_with_safe_or_allowed_changes_prints_them(finished_run, tmp_path, capsys):
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    assert _cli(["--resume", str(run_dir), "optim.steps=2", "logging.save_every=5",
+                 "algo.eps_high=0.3", "--allow-config-change"]) == 0
+    err = capsys.readouterr().err
+    for line in ("optim.steps: 1 -> 2", "logging.save_every: 1 -> 5", "algo.eps_high: 0.28 -> 0.3"):
+        assert f"  {line}" in err
+    assert load_config(str(run_dir / "config.yaml")).algo.eps_high == 0.3
+
+
+def test_a_corrupt_optimizer_file_is_described_in_whole_words(finished_run, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(finished_run / "checkpoints" / "step_00000001", ckpt)
+    data = (ckpt / "optimizer.pt").read_bytes()
+    (ckpt / "optimizer.pt").write_bytes(data[: len(data) // 2])
+    try:
+        torch.load(ckpt / "optimizer.pt", weights_only=True)
+    except Exception as exc:  # what torch itself says
+        original = str(exc).strip()
+    model = torch.nn.Linear(3, 2)
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(ckpt, optimizer=torch.optim.AdamW(model.parameters()))
+    message = str(info.value)
+    assert "optimizer.pt is corrupt" in message and message.endswith("checkpoint directory")
+    cause = message.split("Error: ", 1)[1].rsplit("); resume", 1)[0].removesuffix(" ...")
+    assert original.startswith(cause)
+    assert len(cause) == len(original) or original[len(cause)] in " .", cause
+
+
+def test_load_tokenizer_takes_a_string_path(finished_run):
+    from verimath.trainer.policy import load_tokenizer
+
+    folder = str(finished_run / "checkpoints" / "step_00000001" / "model")
+    tokenizer = load_tokenizer(folder)
+    assert tokenizer.decode(tokenizer.encode("1 + 2\nAnswer: 3")) == "1 + 2\nAnswer: 3"
+    with pytest.raises(ValueError, match="is not a model directory"):
+        load_tokenizer(folder + "-missing")
