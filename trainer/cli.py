@@ -1,8 +1,9 @@
 """The `verimath` command: one entry point, subcommands from each part of the package.
 
 Each subcommand lives beside the code it drives and provides ``add_arguments(parser)``
-and ``main(args) -> int``; modules import heavy dependencies (torch) inside ``main`` so
-that ``verimath score --help`` stays fast.
+and ``main(args) -> int`` (optionally ``claim_extra(args, extra) -> rest``, which takes
+arguments the parser left over, such as positionals after an option); modules import heavy
+dependencies (torch) inside ``main`` so that ``verimath score --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -30,16 +31,21 @@ def build_parser() -> argparse.ArgumentParser:
             continue  # that part is not written yet
         sp = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sp)
-        sp.set_defaults(_module=module)
+        sp.set_defaults(_module=module, _parser=sp)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    claim = getattr(args._module, "claim_extra", None)  # e.g. overrides after an option
+    if extra and claim is not None:
+        extra = claim(args, extra)
+    if extra:
+        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(args._module.main(args) or 0)
 
 
