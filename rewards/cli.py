@@ -64,11 +64,16 @@ def main(args: argparse.Namespace) -> int:
 def read_rows(path: Path, response_field: str, answer_field: str, *, need_length: bool) -> list[dict]:
     """Parse and check the input; errors name the file, the line and the field."""
     rows = []
-    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-        for lineno, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                                 f"column {exc.start + 1}); save the file as UTF-8") from None
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
@@ -77,6 +82,9 @@ def read_rows(path: Path, response_field: str, answer_field: str, *, need_length
                 raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
             _check_row(row, where, response_field, answer_field, need_length)
             rows.append(row)
+    if not rows:
+        raise ValueError(f"{path} holds no responses (expected JSON lines with "
+                         f"{response_field!r} and {answer_field!r})")
     return rows
 
 
@@ -103,6 +111,12 @@ def _check_args(args) -> None:
         raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
     if not args.input.is_file():
         raise ValueError(f"{args.input}: no such file")
+    target = Path(args.output)
+    if args.output != "-" and target.is_dir():
+        raise ValueError(f"--output {args.output} is a directory; pass a file name, e.g. "
+                         f"--output {target / 'scored.jsonl'}")
+    if args.output != "-" and not target.resolve().parent.is_dir():
+        raise ValueError(f"--output {args.output}: directory {target.parent} does not exist")
 
 
 def _score_rows(rows: list[dict], args) -> list[dict]:
