@@ -111,3 +111,34 @@ def test_console_script_help_is_fast_and_lists_options():
     for flag in ("--input", "--output", "--style", "--mode", "--timeout", "--max-length",
                  "--cache-length", "--workers"):
         assert flag in out.stdout
+
+
+def test_non_utf8_input_is_rejected_with_file_and_line(tmp_path, capsys):
+    src = tmp_path / "latin.jsonl"
+    src.write_bytes(b'{"response": "Answer: 1", "answer": "1"}\n'
+                    b'{"response": "Answer: caf\xe9", "answer": "1"}\n')
+    out = tmp_path / "out.jsonl"
+    assert verimath(["score", "--input", str(src), "--output", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}:2: not UTF-8 text (byte 0xe9 at column 26)" in err and not out.exists()
+
+
+def test_an_empty_file_is_an_error_as_in_train(tmp_path, capsys):
+    src = _write(tmp_path / "empty.jsonl", ["\n"])
+    out = tmp_path / "out.jsonl"
+    assert verimath(["score", "--input", str(src), "--output", str(out), "--no-progress"]) == 2
+    assert "holds no responses" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("output, message", [(".", "is a directory"),
+                                             ("missing/out.jsonl", "does not exist")])
+def test_a_bad_output_fails_before_any_scoring(tmp_path, capsys, monkeypatch, output, message):
+    import verimath.rewards.cli as cli
+
+    def never(*args, **kwargs):
+        raise AssertionError("scored before checking --output")
+
+    monkeypatch.setattr(cli, "_score_rows", never)
+    monkeypatch.chdir(tmp_path)
+    assert verimath(["score", "--input", str(EXAMPLE), "--output", output, "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
