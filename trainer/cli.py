@@ -16,6 +16,9 @@ SUBCOMMANDS = {
     "score": ("verimath.rewards.cli", "score a jsonl file of responses against gold answers"),
     "prep": ("verimath.datasets_prep.cli", "convert a math dataset into verimath problems"),
     "train": ("verimath.trainer.train_cli", "train a model with DAPO (default: tiny CPU run)"),
+    "eval": ("verimath.trainer.eval_cli", "sample and verify a model on problems: avg@k, pass@k, "
+                                          "maj@k"),
+    "plot": ("verimath.trainer.plot_cli", "overlay the learning curves of training runs (PNG)"),
 }
 
 

@@ -86,7 +86,8 @@ class HFRolloutEngine:
 
     Prompts are left-padded into batches of at most ``batch_size`` sequences (prompt
     copies included). Sampling draws from torch's global RNG, which the trainer seeds and
-    checkpoints.
+    checkpoints; with ``seeds`` (one per prompt) each sample draws from its own RNG instead
+    (``verimath.trainer.seeded_sampling``), the same whatever the batching.
     """
 
     def __init__(self, model, tokenizer, *, batch_size: int = 512) -> None:
@@ -98,15 +99,21 @@ class HFRolloutEngine:
         self.eos_ids = _eos_ids(model, tokenizer)
         self.closed = False
 
-    def generate(self, prompt_ids, params: SamplingParams, *, n: int = 1) -> Rollouts:
+    def generate(self, prompt_ids, params: SamplingParams, *, n: int = 1,
+                 seeds: list[int] | None = None) -> Rollouts:
         if self.closed:
             raise RuntimeError("HFRolloutEngine is closed")
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
+        if seeds is not None and len(seeds) != len(prompt_ids):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompt_ids)} prompts")
         expanded = [list(p) for p in prompt_ids for _ in range(n)]
+        rows = None if seeds is None else [(s, j) for s in seeds for j in range(n)]
         responses: list[list[int]] = []
         for start in range(0, len(expanded), self.batch_size):
-            responses += self._generate_batch(expanded[start:start + self.batch_size], params)
+            end = start + self.batch_size
+            responses += self._generate_batch(expanded[start:end], params,
+                                              None if rows is None else rows[start:end])
         truncated = np.array(
             [len(r) >= params.max_new_tokens and r[-1] not in self.eos_ids for r in responses],
             dtype=bool,
@@ -114,7 +121,8 @@ class HFRolloutEngine:
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
         return Rollouts(expanded, responses, texts, truncated)
 
-    def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[list[int]]:
+    def _generate_batch(self, prompts: list[list[int]], params: SamplingParams,
+                        row_seeds=None) -> list[list[int]]:
         import torch
 
         device = next(self.model.parameters()).device
@@ -126,13 +134,19 @@ class HFRolloutEngine:
             attention[i, width - len(p):] = 1
         sample = {} if params.greedy else {  # top_k=0: no top-k cut (transformers' default 50)
             "temperature": params.temperature, "top_p": params.top_p, "top_k": 0}
+        if row_seeds is not None and not params.greedy:  # argmax of one-hot seeded draws
+            from verimath.trainer.seeded_sampling import SeededSampler
+
+            sample = {"logits_processor": [SeededSampler(
+                row_seeds, temperature=params.temperature, top_p=params.top_p)]}
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad():
                 out = self.model.generate(
                     input_ids=ids.to(device), attention_mask=attention.to(device),
-                    do_sample=not params.greedy, max_new_tokens=params.max_new_tokens,
+                    do_sample=not params.greedy and row_seeds is None,
+                    max_new_tokens=params.max_new_tokens,
                     pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
                     **sample,
                 )
