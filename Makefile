@@ -1,7 +1,8 @@
 # One command sets everything up and runs the main job; one sets up and runs the tests.
 #   make run    -> the embedded default: a tiny model trained with DAPO on a CPU
 #   make test   -> the whole test suite (plus ruff)
-#   make bench  -> the benchmarks in benchmarks/
+#   make bench  -> the benchmarks in benchmarks/ (BENCH_ARGS=--quick for a short run); those
+#                  that need the real datasets ($VERIMATH_DATA_DIR) say so and are skipped
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -31,10 +32,12 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 
+BENCH_ARGS ?=
+
 bench: setup
-	$(BIN)/python benchmarks/bench_rewards.py
-	$(BIN)/python benchmarks/bench_envs.py
-	$(BIN)/python benchmarks/bench_prep.py
+	$(BIN)/python benchmarks/bench_rewards.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_envs.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_prep.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
