@@ -176,9 +176,9 @@ def iter_text_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterato
                     "UTF-8") from None
 
 
-# Fields of raw dataset rows, and the `verimath prep` source that converts them.
-_RAW_LAYOUTS = ((("question", "answer"), "gsm8k"), (("problem", "solution"), "math"),
-                (("prompt", "solution"), "dapo"), (("problem", "answer"), "generic"))
+# Fields of raw dataset rows, and the `verimath prep` sources that convert them.
+_RAW_LAYOUTS = ((("question", "answer"), "gsm8k"), (("source_prompt",), "dapo"),
+                (("prompt", "solution"), "dapo"), (("problem", "answer"), "math|aime|generic"))
 
 
 def _raw_row_hint(row: Mapping[str, Any]) -> str:
@@ -188,8 +188,8 @@ def _raw_row_hint(row: Mapping[str, Any]) -> str:
     for fields, source in _RAW_LAYOUTS:
         if all(name in row for name in fields):
             return (f" (the row has {', '.join(repr(f) for f in fields)}: it looks like raw "
-                    f"data; convert it first with `verimath prep {source} --input FILE "
-                    "--output problems.jsonl`; sources: gsm8k, math, aime, dapo, generic)")
+                    f"data; convert it first: verimath prep {source} --input FILE "
+                    "--output problems.jsonl)")
     return (" (a problems file has fields id, prompt, answer, source, meta: write one with "
             "`verimath prep`)")
 

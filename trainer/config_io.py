@@ -164,7 +164,11 @@ def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, A
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
             raise ValueError(f"config file {path} does not exist")
-        text, source = path.read_text(encoding="utf-8"), str(path)
+        try:
+            text, source = path.read_text(encoding="utf-8"), str(path)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                             f"offset {exc.start}); save the file as UTF-8") from None
     else:
         if name_or_path not in preset_names():
             raise ValueError(

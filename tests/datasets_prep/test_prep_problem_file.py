@@ -68,3 +68,22 @@ def test_unknown_suffixes_are_refused(tmp_path):
     with pytest.raises(ProblemFileError, match="unknown problem file type"):
         read_problems(tmp_path / "p.csv")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("row, hint", [
+    ({"question": "q?", "answer": "x\n#### 1"}, "verimath prep gsm8k --input"),
+    ({"problem": "p?", "solution": "s", "answer": "1"}, "verimath prep math|aime|generic"),
+    ({"prompt": "p?", "solution": "1"}, "verimath prep dapo"),
+    ({"id": "a", "answer": "1", "source": "s"}, "a problems file has fields id, prompt"),
+])
+def test_raw_rows_in_a_problems_file_point_at_prep(tmp_path, row, hint):
+    path = tmp_path / "raw.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ProblemFileError, match="raw.jsonl:1: missing field") as info:
+        read_problems(path)
+    assert hint in str(info.value)
+
+
+def test_a_directory_is_not_a_problems_file(tmp_path):
+    with pytest.raises(ProblemFileError, match="is a directory"):
+        read_problems(tmp_path)

@@ -238,3 +238,10 @@ def test_a_bad_base_names_the_file_that_asks_for_it(tmp_path):
     path.write_text("__base__: tinyy\n")
     with pytest.raises(ValueError, match=r"mine.yaml: __base__: unknown preset 'tinyy'"):
         load_config(str(path))
+
+
+def test_a_config_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin.yaml"
+    path.write_bytes(b"# caf\xe9\noptim:\n  steps: 3\n")
+    with pytest.raises(ValueError, match=r"latin.yaml: not UTF-8 text \(byte 0xe9 at offset 5\)"):
+        load_config(str(path))
