@@ -109,7 +109,7 @@ def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
      "bad.jsonl:2: not UTF-8 text (byte 0xe9 at column 27)"),
     ('{"question": "Tom has 3 apples and buys 2. How many?", "answer": "3 + 2 = 5\\n#### 5"}\n',
      "bad.jsonl:1: missing field 'id' (the row has 'question', 'answer': it looks like raw data; "
-     "convert it first with `verimath prep gsm8k"),
+     "convert it first: verimath prep gsm8k --input"),
 ])
 def test_a_bad_problems_file_fails_before_the_run_starts(tmp_path, capsys, text, expected):
     (tmp_path / "bad.jsonl").write_bytes(text.encode("utf-8", "surrogateescape"))
