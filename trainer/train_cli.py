@@ -184,16 +184,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _documented_config(config, args: argparse.Namespace) -> str:
-    from verimath.trainer.config_io import config_to_commented_yaml, required_settings
+    from verimath.trainer.config_io import config_to_commented_yaml, required_settings, setting
 
     source = args.resume or args.config or "tiny"
     header = [f"verimath train {'--resume' if args.resume else '--config'} {source} (each "
               "field's documentation is the comment above it)"]
     if args.resume is None:
-        values = config.to_dict()
         header += [f"{key} must be set to train with this config: {hint}"
                    for key, hint in required_settings(source).items()
-                   if values[key.split(".")[0]][key.split(".")[1]] is None]
+                   if setting(config, key) is None]
     return config_to_commented_yaml(config, header)
 
 
