@@ -249,11 +249,16 @@ def required_settings(name_or_path: str) -> dict[str, str]:
     return read_config_file(name_or_path)[0].get(REQUIRES_KEY, {})
 
 
+def setting(config: TrainConfig, key: str) -> Any:
+    """The value of ``"section.key"`` in ``config``."""
+    section, _, name = key.partition(".")
+    return getattr(getattr(config, section), name)
+
+
 def check_required_settings(config: TrainConfig, requires: dict[str, str],
                             name_or_path: str) -> None:
     """ValueError when a required setting is unset, naming it and the way to give it."""
-    data = config.to_dict()
-    missing = [key for key in requires if data[key.split(".")[0]][key.split(".")[1]] is None]
+    missing = [key for key in requires if setting(config, key) is None]
     if not missing:
         return
     where = f"preset {name_or_path!r}" if name_or_path in preset_names() else name_or_path
