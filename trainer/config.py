@@ -306,11 +306,27 @@ class LoggingConfig:
     """Show a tqdm progress bar."""
     plot: bool = True
     """Write ``learning_curve.png`` at the end (needs matplotlib)."""
+    backends: tuple[str, ...] = ("jsonl",)
+    """Where step metrics go: ``jsonl`` (``metrics.jsonl``, written even when not listed),
+    ``tensorboard`` (event files in ``<run dir>/tensorboard``, needs ``verimath[tensorboard]``)
+    and ``wandb`` (a Weights & Biases run stored in ``<run dir>/wandb``, needs
+    ``verimath[wandb]``)."""
+    wandb_project: str = "verimath"
+    """W&B project of the run (with ``wandb`` in ``backends``)."""
+    wandb_mode: str | None = None
+    """W&B mode: ``online``, ``offline`` (no network; ``wandb sync`` uploads later) or
+    ``disabled``; ``None`` leaves it to W&B (``$WANDB_MODE``, else online)."""
 
     def __post_init__(self) -> None:
         _require(self.save_every >= 0, f"logging.save_every must be >= 0, got {self.save_every}")
         _require(self.keep_checkpoints >= 1,
                  f"logging.keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
+        from verimath.trainer.metrics import check_backends
+
+        check_backends(self.backends)  # ValueError naming logging.backends
+        _require(self.wandb_mode in (None, "online", "offline", "disabled"),
+                 f"logging.wandb_mode must be online, offline, disabled or null, got "
+                 f"{self.wandb_mode!r}")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Per-step metrics as JSON lines, and a learning-curve plot of them.
+"""Per-step metrics as JSON lines (plus optional TensorBoard and W&B), and a learning curve.
 
 ``metrics.jsonl`` holds one JSON object per line, ``{"step": n, "<namespace>/<name>": x}``,
 e.g. ``{"step": 3, "loss/policy": 0.012, "reward/correct_mean": 0.41}``. Values are
@@ -6,6 +6,11 @@ numbers, booleans, strings or null. Non-finite numbers (NaN, inf) are written as
 since JSON has no spelling for them; 0-dim tensors and numpy scalars become plain
 numbers. Every line is flushed when written, so ``tail -f`` and a crash both see whole
 lines. ``read_metrics`` skips a torn last line.
+
+``make_metric_loggers(run_dir, backends)`` returns one writer with the same ``write``/``close``
+interface that sends each step to every backend of ``logging.backends``: ``jsonl`` (this
+file's :class:`MetricsWriter`, always first, so every value is checked once), ``tensorboard``
+and ``wandb`` (``metric_backends``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_PLOT_KEYS", "MetricsWriter", "plot_learning_curve", "read_metrics"]
+from verimath.trainer.metric_backends import TensorBoardWriter, WandbWriter
+
+__all__ = ["BACKENDS", "DEFAULT_PLOT_KEYS", "MetricLoggers", "MetricsWriter",
+           "make_metric_loggers", "plot_learning_curve", "read_metrics"]
+
+BACKENDS = ("jsonl", "tensorboard", "wandb")
+"""Names accepted in ``logging.backends``."""
 
 # The trainer's own metric names (``verimath train`` with eval.k=4), so that
 # ``plot_learning_curve("runs/x/metrics.jsonl", "curve.png")`` draws a run's curves as is.
@@ -116,6 +127,89 @@ class MetricsWriter:
         file = getattr(self, "_file", None)
         if file is not None:
             file.close()
+
+
+class MetricLoggers:
+    """Fans each ``write(step, metrics)`` out to several writers; the first one (a
+    :class:`MetricsWriter`) checks the values and its record goes to the others.
+    ``close()`` closes all of them (idempotent), even when one fails."""
+
+    def __init__(self, writers: list) -> None:
+        if not writers or not isinstance(writers[0], MetricsWriter):
+            raise ValueError("MetricLoggers needs a MetricsWriter first")
+        self.writers = list(writers)
+        self.closed = False
+
+    @property
+    def path(self) -> Path:
+        """The ``metrics.jsonl`` file."""
+        return self.writers[0].path
+
+    def write(self, step: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        if self.closed:
+            raise ValueError(f"the metric loggers of {self.path.parent} are closed")
+        record = self.writers[0].write(step, metrics)
+        for writer in self.writers[1:]:
+            writer.write(record["step"], record)
+        return record
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        errors = []
+        for writer in self.writers:
+            try:
+                writer.close()
+            except Exception as exc:  # close the others before reporting it
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> MetricLoggers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_backends(backends: Iterable[str]) -> tuple[str, ...]:
+    """``("jsonl", *the others)``: ``metrics.jsonl`` is always written (resume, summaries and
+    ``verimath plot`` read it), listed or not. ValueError names ``logging.backends``."""
+    backends = tuple(backends)
+    if any(b not in BACKENDS for b in backends) or len(set(backends)) != len(backends):
+        raise ValueError(f"logging.backends must be distinct names among {', '.join(BACKENDS)}, "
+                         f"got {list(backends)}")
+    return ("jsonl", *[b for b in backends if b != "jsonl"])
+
+
+def make_metric_loggers(run_dir: str | os.PathLike, backends: Iterable[str] = ("jsonl",), *,
+                        resume_step: int | None = None, config: Mapping[str, Any] | None = None,
+                        wandb_project: str = "verimath", wandb_mode: str | None = None,
+                        run_name: str | None = None) -> MetricLoggers:
+    """The writers of ``backends`` for a run directory: ``run_dir/metrics.jsonl``,
+    ``run_dir/tensorboard/`` event files, and a W&B run stored in ``run_dir/wandb/`` (with
+    ``config`` as its config). ``resume_step`` drops (jsonl) or hides (TensorBoard) steps
+    after it.
+
+    Raises:
+        ValueError: an unknown backend, or jsonl missing.
+        ImportError: tensorboardX or wandb is not installed (the message names the extra).
+    """
+    run_dir, backends = Path(run_dir), check_backends(backends)
+    writers: list = [MetricsWriter(run_dir / "metrics.jsonl", resume_step=resume_step)]
+    try:
+        for backend in backends[1:]:
+            if backend == "tensorboard":
+                writers.append(TensorBoardWriter(run_dir / "tensorboard", resume_step=resume_step))
+            else:
+                writers.append(WandbWriter(run_dir, project=wandb_project, name=run_name,
+                                           config=config, mode=wandb_mode))
+    except BaseException:
+        for writer in writers:
+            writer.close()
+        raise
+    return MetricLoggers(writers)
 
 
 def _ends_with_newline(path: Path) -> bool:
