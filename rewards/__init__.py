@@ -1,6 +1,11 @@
 """Rule-based rewards for math RL: answer extraction, equivalence, DAPO's overlong shaping,
 and fast batch scoring. Imports without torch.
 
+Module imports go one way (``tests/rewards/test_imports.py`` checks it):
+``free_form -> extract -> notation -> equivalence -> pool_worker -> pool -> batch,
+correctness -> adapters, cli``; ``fast_path``, ``polynomials``, ``size_guard`` and
+``overlong`` import nothing of the package.
+
 Public API (stable names):
     extract_answer, is_equivalent, correctness_reward, score, overlong_penalty,
     score_batch, BatchScores, ScoringPool, default_pool, make_trl_reward, compute_score,
@@ -9,13 +14,8 @@ Public API (stable names):
 
 from verimath.rewards.adapters import compute_score, compute_score_batch, make_trl_reward
 from verimath.rewards.batch import BatchScores, score_batch
-from verimath.rewards.correctness import correctness_reward, score
-from verimath.rewards.equivalence import (
-    fast_verdict,
-    is_equivalent,
-    normalize_answer,
-    symbolic_verdict,
-)
+from verimath.rewards.correctness import correctness_reward, is_equivalent, score
+from verimath.rewards.equivalence import fast_verdict, normalize_answer, symbolic_verdict
 from verimath.rewards.extract import extract_answer
 from verimath.rewards.overlong import overlong_penalty
 from verimath.rewards.pool import ScoringPool, default_pool

@@ -66,6 +66,7 @@ def score_batch(
     mode: str = "symbolic",
     timeout: float = 5.0,
     workers: int | None = None,
+    pool: ScoringPool | None = None,
 ) -> BatchScores:
     """Score ``responses`` against ``golds`` (index-aligned); see the module docstring.
 
@@ -82,11 +83,16 @@ def score_batch(
         workers: None scores with the shared ``default_pool()`` (its processes start once and
             are reused by later calls); an int starts a private pool of that many processes
             for this call and closes it before returning.
+        pool: a ``ScoringPool`` of your own to score with (left open); excludes ``workers``.
     """
     kwargs = dict(
         lengths=lengths, max_length=max_length, cache_length=cache_length,
         style=style, mode=mode, timeout=timeout,
     )
+    if pool is not None:
+        if workers is not None:
+            raise ValueError("pass either workers= (a private pool) or pool= (yours), not both")
+        return score_with_pool(pool, responses, golds, **kwargs)
     if workers is None:
         return score_with_pool(default_pool(), responses, golds, **kwargs)
     with ScoringPool(workers) as pool:
@@ -105,7 +111,7 @@ def score_with_pool(
     mode: str = "symbolic",
     timeout: float = 5.0,
 ) -> BatchScores:
-    """``score_batch`` on a given pool (also available as ``ScoringPool.score_batch``)."""
+    """``score_batch`` on a given pool (``score_batch(..., pool=pool)`` calls this)."""
     golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout)
     extracted = [extract_answer(text, style=style) for text in responses]
     verdicts = _unique_verdicts(pool, extracted, golds, mode=mode, timeout=timeout)

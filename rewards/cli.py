@@ -25,8 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=Path, help="JSON-lines file to score")
     parser.add_argument("--output", required=True,
                         help="where to write the scored JSON lines ('-' for stdout)")
-    parser.add_argument("--style", default="auto", choices=("auto", "dapo", "boxed"),
-                        help="answer extraction: 'Answer:' line then \\boxed{} (auto), or one of them")
+    parser.add_argument("--style", default="auto", choices=("auto", "dapo", "boxed", "flexible"),
+                        help="answer extraction: 'Answer:' line then \\boxed{} (auto), or one of "
+                             "them; flexible adds final-answer phrases and the last math (evaluation)")
     parser.add_argument("--mode", default="symbolic", choices=("symbolic", "integer", "string"),
                         help="equivalence: math-verify fallback, DAPO's strict integers, or strings")
     parser.add_argument("--timeout", type=float, default=5.0,
@@ -121,6 +122,7 @@ def _check_args(args) -> None:
 
 def _score_rows(rows: list[dict], args) -> list[dict]:
     from tqdm import tqdm
+    from verimath.rewards.batch import score_batch
     from verimath.rewards.pool import ScoringPool
 
     out = []
@@ -129,12 +131,12 @@ def _score_rows(rows: list[dict], args) -> list[dict]:
     ) as bar:
         for lo in range(0, len(rows), args.batch_size):
             chunk = rows[lo : lo + args.batch_size]
-            scores = pool.score_batch(
+            scores = score_batch(
                 [r[args.response_field] for r in chunk],
                 [r[args.answer_field] for r in chunk],
                 lengths=[r["length"] for r in chunk] if args.max_length is not None else None,
                 max_length=args.max_length, cache_length=args.cache_length,
-                style=args.style, mode=args.mode, timeout=args.timeout,
+                style=args.style, mode=args.mode, timeout=args.timeout, pool=pool,
             )
             for i, row in enumerate(chunk):
                 out.append({

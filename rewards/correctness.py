@@ -1,8 +1,14 @@
-"""The correctness reward of DAPO (Yu et al. 2025, "DAPO: An Open-Source LLM Reinforcement
+"""Verdicts that may need the scoring pool: ``is_equivalent`` and DAPO's correctness reward.
+
+The correctness reward of DAPO (Yu et al. 2025, "DAPO: An Open-Source LLM Reinforcement
 Learning System at Scale", arXiv 2503.14476, section on rule-based reward):
 
-    R(y_hat, y) = +1  if is_equivalent(extract_answer(y_hat), y)
+    R(y_hat, y) = +1  if extract_answer(y_hat) is equivalent to y
                   -1  otherwise
+
+The extracted answer is compared as it is: words left around it by the ``"auto"`` style
+(``Answer: The number of ways is 35.``) make it incorrect, which keeps the paper's strict
+answer format; ``style="flexible"`` extracts the math from such sentences instead.
 
 No partial credit: a missing answer, a verification timeout or any error in verification
 is -1. The paper matches integer answers exactly (``mode="integer"``); symbolic equivalence
@@ -13,10 +19,49 @@ caller adds.
 
 from __future__ import annotations
 
-from verimath.rewards.equivalence import is_equivalent
-from verimath.rewards.extract import extract_answer
+from verimath.rewards.equivalence import check_mode, check_timeout, fast_verdict
+from verimath.rewards.extract import answer_core, extract_answer
+from verimath.rewards.pool import default_pool
 
-__all__ = ["correctness_reward", "score"]
+__all__ = ["correctness_reward", "is_equivalent", "score"]
+
+
+def is_equivalent(
+    pred: str | None, gold: str, *, mode: str = "symbolic", timeout: float = 5.0
+) -> bool:
+    """Whether the extracted answer ``pred`` is equivalent to the gold answer ``gold``.
+
+    ``pred=None`` (no answer) is ``False``. ``fast_verdict`` decides first; in mode
+    ``"symbolic"`` an undecided pair goes to math-verify in the scoring pool, which kills the
+    verification after ``timeout`` seconds of wall-clock time and counts it as ``False``
+    (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
+    never call math-verify. Gold is the reference: ``verify(gold, pred)``, not symmetric.
+
+    ``pred`` may still carry words (``"Therefore $x \\geq 5$ is the solution."``,
+    ``"The answer is 0.5"``): the math it states is compared (``extract.answer_core``),
+    as strictly as a bare answer; negated or hedged predictions stay incorrect.
+
+    >>> is_equivalent("The answer is 0.5", "\\\\frac{1}{2}")
+    True
+    """
+    if not isinstance(pred, str):
+        return _verdict(pred, gold, mode, timeout)
+    return _verdict(answer_core(pred), gold, mode, timeout)
+
+
+def _verdict(pred: str | None, gold: str, mode: str, timeout: float) -> bool:
+    """The fast path, then math-verify in the pool; ``pred`` is compared as it is."""
+    check_mode(mode)
+    check_timeout(timeout)
+    if not isinstance(gold, str):
+        raise TypeError(f"gold must be a str, got {type(gold).__name__}: {gold!r}")
+    if pred is None:
+        return False
+    verdict = fast_verdict(pred, gold, mode=mode)
+    if verdict is not None:
+        return verdict
+    symbolic, _timed_out = default_pool().verify([(pred, gold)], timeout=timeout)[0]
+    return bool(symbolic)
 
 
 def correctness_reward(
@@ -27,8 +72,10 @@ def correctness_reward(
     Args:
         response: the model's full response text.
         gold: the reference answer (a bare answer such as ``"42"`` or ``"\\\\frac{1}{2}"``).
-        style: answer extraction, ``"auto"`` (``Answer:`` line, then ``\\\\boxed{}``),
-            ``"dapo"`` or ``"boxed"``; see ``verimath.rewards.extract``.
+        style: answer extraction, ``"auto"`` (``Answer:`` line, then ``\\\\boxed{}``; the
+            strict format, for training), ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also
+            final-answer phrases in many languages and the last math; for evaluation); see
+            ``verimath.rewards.extract``.
         mode: ``"symbolic"`` (fast exact path, then math-verify), ``"integer"`` (DAPO's
             strict integer matching) or ``"string"`` (normalized strings).
         timeout: wall-clock seconds for the symbolic check; a timeout scores -1.0.
@@ -39,7 +86,7 @@ def correctness_reward(
     -1.0
     """
     pred = extract_answer(response, style=style)
-    return 1.0 if is_equivalent(pred, gold, mode=mode, timeout=timeout) else -1.0
+    return 1.0 if _verdict(pred, gold, mode, timeout) else -1.0
 
 
 score = correctness_reward

@@ -9,8 +9,12 @@ Public functions (names and signatures are a contract with ``rewards/pool.py``):
 ``symbolic_verdict(pred, gold)``
     math-verify in this process, with no timeout of its own: callers bound its time (the
     scoring pool runs it in a worker process and kills that worker on timeout).
-``is_equivalent(pred, gold, *, mode, timeout)``
+``is_equivalent(pred, gold, *, mode, timeout)`` (in ``correctness.py``, above the pool)
     The fast path, then (mode ``"symbolic"`` only) the symbolic path in the scoring pool.
+
+Both verdicts first align the pair's notation (``notation.align_pair``): the math of a
+prediction wrapped in words, relations as intervals, matrices as ``pmatrix``, decimal
+commas, ``\\pm``, stray trailing backslashes.
 
 What counts as the same answer (``normalize_answer``): spacing commands, ``$``,
 ``\\left``/``\\right``, ``\\displaystyle`` and whitespace are dropped; ``\\dfrac`` and
@@ -24,7 +28,11 @@ trailing unit (a ``\\text{...}`` after a number, or a unit word such as ``cm``, 
 A percent sign is optional on either side: ``10\\%`` matches ``10`` and ``0.1`` (as in
 math-verify). Parenthesised/bracketed lists of numbers are compared element-wise
 (intervals and tuples keep order and bracket types; ``\\{...\\}`` sets ignore order);
-intervals with different bracket kinds differ (``(1, 2]`` is not ``[1, 2]``). Distinct
+intervals with different bracket kinds differ (``(1, 2]`` is not ``[1, 2]``). Ordered or
+not is decided by the gold: a gold tuple ``(a, b)`` keeps its order (a bare ``a, b``
+prediction is read in order); a gold written as a bare list ``a, b`` or a set
+``\\{a, b\\}`` matches a bare list or a set of the same elements in any order. Matrices
+are compared cell by cell (shapes must agree). Distinct
 integers always differ; other unequal numbers differ unless math-verify's rounding to 6
 decimal places could merge them (then it decides). Products of a rational, square roots
 and ``\\pi`` are compared exactly (``2\\sqrt{3}`` = ``\\sqrt{12}`` = ``\\sqrt3\\cdot2``,
@@ -33,7 +41,8 @@ rational coefficients (``(x+6)^2`` = ``x^2+12x+36``; ``polynomials.py``). The ex
 are in ``fast_path.py``.
 
 Asymmetry: math-verify's ``verify(gold, target)`` is not symmetric, so the gold is always
-passed first. The fast path is symmetric.
+passed first. The fast path is symmetric except where the gold decides: words are only
+removed around the prediction, and the gold says whether a list is ordered.
 
 Safety: model output is never evaluated as code. Only math-verify's LaTeX extraction is
 used: its expression extraction hands text to sympy ``parse_expr``, an ``eval``. On the
@@ -55,13 +64,14 @@ from verimath.rewards.fast_path import (
     parse_number,
     parse_surd,
 )
+from verimath.rewards.notation import align_pair, brace_frac_args, matrix_cells
 from verimath.rewards.polynomials import parse_polynomial
 from verimath.rewards.size_guard import is_intractable
 
 __all__ = [
     "MODES",
+    "brace_frac_args",
     "fast_verdict",
-    "is_equivalent",
     "looks_like_code",
     "normalize_answer",
     "symbolic_verdict",
@@ -72,7 +82,7 @@ MAX_FAST_CHARS = 400  # longer answers skip normalization: exact equality or und
 MAX_SYMBOLIC_CHARS = 2000  # longer answers are never sent to sympy: verdict False
 
 _SPACING = re.compile(
-    r"\\(?:displaystyle|left|right|[bB]igg?[lr]?|quad|qquad)(?![A-Za-z])|\\[,;:! ]|~|\\\$|\$"
+    r"\\(?:displaystyle|left|right|[bB]igg?[lr]?|quad|qquad)(?![A-Za-z])|(?<!\\)\\[,;:! ]|~|\\\$|\$"
 )
 _TEXT_UNIT = re.compile(
     r"(?<=[0-9}.])\s*\\(?:text|mathrm|textrm|mbox|textnormal)\s*\{\s*[A-Za-z][A-Za-z .]*\}"
@@ -117,7 +127,7 @@ def normalize_answer(answer: str) -> str:
     text = _FRAC_NAMES.sub(r"\\frac", text).replace("\\%", "%")
     text = _DEGREES.sub("", text)
     text = _UNIT_SUFFIX.sub("", text)
-    text = _VAR_PREFIX.sub("", text)
+    text = _VAR_PREFIX.sub("", text).replace("\\varnothing", "\\emptyset")
     return text.rstrip(".")
 
 
@@ -142,6 +152,7 @@ def fast_verdict(pred: str, gold: str, *, mode: str = "symbolic") -> bool | None
 def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     if pred.strip() == gold.strip() and gold.strip():
         return True
+    pred, gold = align_pair(pred, gold)
     if max(len(pred), len(gold)) > MAX_FAST_CHARS:
         return None if mode == "symbolic" else False
     p, g = normalize_answer(pred), normalize_answer(gold)
@@ -158,10 +169,104 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     tp, tg = parse_list(p), parse_list(g)
     if tp is not None and tg is not None:
         return compare_lists(tp, tg)
+    collections = _compare_collections(p, g)
+    if collections is not None:
+        return collections
     sp, sg = parse_surd(p), parse_surd(g)
     if sp is not None and sg is not None:
         return sp == sg
     return _compare_polynomials(parse_polynomial(p), parse_polynomial(g))
+
+
+def _compare_collections(p: str, g: str) -> bool | None:
+    """Matrices cell by cell; bare lists and sets as multisets, tuples in order (from the gold).
+
+    ``p`` and ``g`` are normalized. None when undecided or not collections."""
+    mp, mg = matrix_cells(p), matrix_cells(g)
+    if mp is not None and mg is not None:
+        if [len(row) for row in mp] != [len(row) for row in mg]:
+            return False
+        return _all_items(sum(mp, []), sum(mg, []))
+    kind_g, items_g = _collection(g)
+    kind_p, items_p = _collection(p)
+    if items_g is None or items_p is None or kind_p not in ("bare", "set"):
+        return None
+    if kind_g == "tuple" and kind_p == "bare":
+        return _all_items(items_p, items_g) if len(items_p) == len(items_g) else False
+    if kind_g not in ("bare", "set") or len(items_p) > _MAX_ITEMS:
+        return None
+    if sorted(items_p) == sorted(items_g):
+        return True
+    if len(items_p) != len(items_g):
+        return None
+    return _match_unordered(items_p, items_g)
+
+
+_MAX_ITEMS = 12  # unordered lists longer than this are matched by exact spelling only
+
+
+def _collection(text: str) -> tuple[str, list[str] | None]:
+    """``("set" | "tuple" | "bare", items)`` of a normalized list; items None otherwise."""
+    if text.startswith("\\{") and text.endswith("\\}"):
+        return "set", _top_level_items(text[2:-2])
+    if text.startswith("(") and text.endswith(")"):
+        items = _top_level_items(text[1:-1])
+        return "tuple", items if items is not None and _closes_at_end(text) else None
+    return "bare", _top_level_items(text)
+
+
+def _closes_at_end(text: str) -> bool:
+    """Whether the bracket that opens ``text`` closes at its last character."""
+    depth = 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if depth == 0:
+            return i == len(text) - 1
+    return False
+
+
+def _top_level_items(text: str) -> list[str] | None:
+    """Items of ``text`` split at commas outside brackets; None without such a comma."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return items if len(items) > 1 and all(items) else None
+
+
+def _all_items(a: list[str], b: list[str]) -> bool | None:
+    """Item-wise verdicts in order: all True -> True, any False -> False, else None."""
+    if len(a) != len(b):
+        return False
+    verdicts = [_fast_verdict(x, y, "symbolic") for x, y in zip(a, b)]
+    if all(v is True for v in verdicts):
+        return True
+    return False if any(v is False for v in verdicts) else None
+
+
+def _match_unordered(a: list[str], b: list[str]) -> bool | None:
+    """Multiset match of items: True when each item of ``a`` pairs with an equal one of ``b``;
+    False when some item of ``a`` is certainly unequal to every item of ``b``."""
+    left = list(b)
+    undecided = False
+    for x in a:
+        verdicts = [_fast_verdict(x, y, "symbolic") for y in left]
+        if True in verdicts:
+            left.pop(verdicts.index(True))
+        elif all(v is False for v in verdicts):
+            return False
+        else:
+            undecided = True
+    return None if undecided else True
 
 
 def _compare_polynomials(a, b) -> bool | None:
@@ -209,6 +314,7 @@ def symbolic_verdict(pred: str, gold: str) -> bool:
             return False
         if is_intractable(pred) or is_intractable(gold):
             return False  # what the pool's timeout would decide, without the wait
+        pred, gold = align_pair(pred, gold)
         gold_parsed, pred_parsed = _mv_parse(gold), _mv_parse(pred)
         if not gold_parsed or not pred_parsed:
             return False
@@ -226,73 +332,3 @@ def _mv_parse(answer: str) -> list:
     config = [LatexExtractionConfig()]
     text = brace_frac_args(answer.strip())
     return parse(f"${text}$", extraction_config=config, parsing_timeout=None)
-
-
-_FRAC_CMD = re.compile(r"\\[dtc]?frac(?![A-Za-z])")
-_TEX_TOKEN = re.compile(r"\s*(\\[A-Za-z]+|[^\s{}\\])")
-
-
-def brace_frac_args(text: str) -> str:
-    """Brace ``\\frac`` arguments as TeX reads them (a braced group or one token), which
-    math-verify does not: ``\\frac\\pi4`` -> ``\\frac{\\pi}{4}``, ``\\frac ab`` -> ``\\frac{a}{b}``.
-    A ``\\frac`` without two arguments is left as it is."""
-    out, pos = [], 0
-    for match in _FRAC_CMD.finditer(text):
-        if match.start() < pos:
-            continue
-        args, i = [], match.end()
-        for _ in range(2):
-            arg, i = _tex_argument(text, i)
-            if arg is None:
-                break
-            args.append(arg)
-        if len(args) == 2:
-            out += [text[pos : match.start()], "\\frac{", args[0], "}{", args[1], "}"]
-            pos = i
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _tex_argument(text: str, i: int) -> tuple[str | None, int]:
-    """The TeX argument starting at ``text[i]`` (braces dropped) and the index after it."""
-    while i < len(text) and text[i].isspace():
-        i += 1
-    if i < len(text) and text[i] == "{":
-        depth = 0
-        for j in range(i, len(text)):
-            if text[j] == "{" and text[j - 1] != "\\":
-                depth += 1
-            elif text[j] == "}" and text[j - 1] != "\\":
-                depth -= 1
-                if depth == 0:
-                    return brace_frac_args(text[i + 1 : j]), j + 1
-        return None, i
-    token = _TEX_TOKEN.match(text, i)
-    return (None, i) if token is None else (token.group(1), token.end())
-
-
-def is_equivalent(
-    pred: str | None, gold: str, *, mode: str = "symbolic", timeout: float = 5.0
-) -> bool:
-    """Whether the extracted answer ``pred`` is equivalent to the gold answer ``gold``.
-
-    ``pred=None`` (no answer) is ``False``. ``fast_verdict`` decides first; in mode
-    ``"symbolic"`` an undecided pair goes to math-verify in the scoring pool, which kills the
-    verification after ``timeout`` seconds of wall-clock time and counts it as ``False``
-    (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
-    never call math-verify. Gold is the reference: ``verify(gold, pred)``, not symmetric.
-    """
-    check_mode(mode)
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if not isinstance(gold, str):
-        raise TypeError(f"gold must be a str, got {type(gold).__name__}: {gold!r}")
-    if pred is None:
-        return False
-    verdict = fast_verdict(pred, gold, mode=mode)
-    if verdict is not None:
-        return verdict
-    from verimath.rewards.pool import default_pool
-
-    symbolic, _timed_out = default_pool().verify([(pred, gold)], timeout=timeout)[0]
-    return bool(symbolic)

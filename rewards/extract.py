@@ -24,18 +24,38 @@ Styles (``extract_answer(text, style=...)``):
     ``\\boxed 5`` gives the next token (up to whitespace or ``$``). A last box that is empty or
     never closed gives ``None``, not an earlier box: the model's final box is its answer.
 ``"auto"``
-    ``"dapo"`` first, then ``"boxed"`` when the text has no usable ``Answer:`` line.
+    ``"dapo"`` first, then ``"boxed"`` when the text has no usable ``Answer:`` line. The
+    strict format of the paper, for training: a policy rewarded for answers found anywhere
+    learns to stop writing them where they belong.
+``"flexible"``
+    For evaluation and data filtering of free-form output, in the spirit of math-verify's
+    priorities: (1) the last usable ``Answer:`` line, where a line that holds words gives
+    the math stated in it (``Final Answer: The largest $n$ is 34.`` gives ``34``); (2) the
+    last ``\\boxed{}``; (3) the math after the last final-answer phrase in any of a dozen
+    languages (``The final answer is``, ``答案是``, ``La réponse est``, ``La respuesta es``,
+    ``Die Antwort ist``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...; see
+    ``free_form.ANSWER_PHRASE``); (4) the last math of the response (the last ``$...$`` or
+    bare number or expression). Chunks joined by ``and``/``or``/commas form one list answer
+    (``$x=1$ or $x=2$`` gives ``1, 2``). A step whose sentence negates or hedges
+    (``the answer is not 5``, ``5, or maybe 6``) gives ``None`` at once: later steps are not
+    tried, so hedging never earns a fallback.
 
 ``None`` means "no answer": callers score it as incorrect (no partial credit).
+
+``answer_core(pred)`` is the math of a prediction that still carries words: a box content,
+or the math stated in the sentence (``Therefore $x \\geq 5$ is the solution.`` gives
+``x \\geq 5``); a prediction without words is returned as it is.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["STYLES", "extract_answer"]
+from verimath.rewards.free_form import has_prose, last_phrase_segment, pick_answer
 
-STYLES = ("auto", "dapo", "boxed")
+__all__ = ["STYLES", "answer_core", "extract_answer"]
+
+STYLES = ("auto", "dapo", "boxed", "flexible")
 
 _ANSWER_MARK = re.compile(r"\banswer\s*[:\uff1a]", re.IGNORECASE)  # also the full-width colon
 _BOX_OPENER = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
@@ -45,6 +65,15 @@ _NON_BLANK = re.compile(r"\S")
 _WRAPPERS = (("\\(", "\\)"), ("\\[", "\\]"))
 _DISPLAY = {"$$": "$$", "\\[": "\\]"}  # display-math openers and their closers
 _CLEAN_ROUNDS = 4
+_FLEXIBLE_MARKS = 16  # "Answer:" marks the flexible style reads before moving on
+_PROSE_CHECK = 4000  # longer lines and predictions are never read as sentences
+
+
+class _Refused(str):
+    """A truthy marker: a negated or hedged answer line; the search stops with no answer."""
+
+
+_REFUSED = _Refused("refused")
 
 
 def extract_answer(text: str, style: str = "auto") -> str | None:
@@ -65,27 +94,99 @@ def extract_answer(text: str, style: str = "auto") -> str | None:
         return _extract_dapo(text)
     if style == "boxed":
         return _extract_boxed(text)
+    if style == "flexible":
+        return _extract_flexible(text)
     found = _extract_dapo(text)
     return found if found is not None else _extract_boxed(text)
 
 
-def _extract_dapo(text: str) -> str | None:
-    """The answer of the last non-empty ``Answer:`` line (see the module docstring)."""
-    marks = [m.end() for m in _ANSWER_MARK.finditer(text)]
+def _extract_flexible(text: str) -> str | None:
+    """``Answer:`` line, last box, last final-answer phrase, last math (module docstring)."""
+    found = _extract_dapo(text, flexible=True)
+    if found is not None:
+        return None if found is _REFUSED else found
+    found = _extract_boxed(text)
+    if found is not None:
+        return found
+    segment = last_phrase_segment(text)
+    if segment is not None:
+        picked, refused = pick_answer(segment, anchored=True)
+        if refused or picked is not None:
+            return None if picked is None else _clean(picked)
+    picked, _ = pick_answer(text, anchored=False)
+    if picked is not None and "=" in picked and "," not in picked:
+        picked = picked.rpartition("=")[2]  # the result of a closing computation "3+4 = 7"
+    return None if picked is None else _clean(picked)
+
+
+def answer_core(pred: str) -> str:
+    """The math of a prediction with words around it; ``pred`` itself otherwise.
+
+    Words (``has_prose``) trigger it: then the last box content, or the math the sentence
+    states (``pick_answer``). A negated or hedged prediction, or one without math, is
+    returned unchanged (and then compared as it is, so it stays incorrect against math).
+    """
+    if len(pred) > _PROSE_CHECK or not has_prose(pred):
+        return pred
+    boxed = _extract_boxed(pred)
+    if boxed is not None:
+        return boxed
+    picked, _ = pick_answer(pred, anchored=True)
+    cleaned = None if picked is None else _clean(picked)
+    return cleaned if cleaned else pred
+
+
+def _extract_dapo(text: str, *, flexible: bool = False) -> str | None:
+    """The answer of the last non-empty ``Answer:`` line (see the module docstring).
+
+    ``flexible``: a line that holds words gives the math stated in it (``pick_answer``), and
+    a refused line (a negation, a hedge) ends the search with ``_REFUSED``.
+    """
+    found = [m.span() for m in _ANSWER_MARK.finditer(text)]
     # Last closer of each display block: an unclosed block is settled without a scan, which
     # keeps many "Answer:" marks before unclosed blocks linear.
-    last_closer = {c: text.rfind(c) for c in _DISPLAY.values()} if marks else {}
-    for end in reversed(marks):
-        answer = _answer_after(text, end, last_closer)
+    last_closer = {c: text.rfind(c) for c in _DISPLAY.values()} if found else {}
+    limit = len(text)
+    for tried, (mark_start, end) in enumerate(reversed(found)):
+        if flexible and tried == _FLEXIBLE_MARKS:
+            break  # later steps (boxes, phrases) take over; keeps the work bounded
+        answer = _answer_after(text, end, last_closer, flexible, limit)
         if answer:
             return answer
+        limit = mark_start
     return None
 
 
-def _answer_after(text: str, start: int, last_closer: dict[str, int]) -> str | None:
-    """The cleaned answer that follows an ``Answer:`` mark ending at ``start``."""
-    line_end = text.find("\n", start)
-    line = text[start:] if line_end < 0 else text[start:line_end]
+def _answer_after(
+    text: str, start: int, last_closer: dict[str, int], flexible: bool, limit: int
+) -> str | None:
+    """The cleaned answer that follows an ``Answer:`` mark ending at ``start``.
+
+    ``flexible`` reads the line only up to ``limit``, the next mark on it, so that the
+    work over many marks on one line stays linear."""
+    found = _answer_segment(text, start, last_closer, limit if flexible else len(text))
+    if found is None:
+        return None
+    start, line = found
+    box = _BOX_OPENER.search(line)
+    if box is not None:
+        boxed = _box_content(text, start + box.start(), start + box.end())
+        if boxed is not None:  # "Answer: \boxed{}" is an empty answer
+            return _clean(boxed)
+    if flexible and has_prose(line[:_PROSE_CHECK]):
+        picked, refused = pick_answer(line, anchored=True)
+        return _REFUSED if refused else (None if picked is None else _clean(picked))
+    return _clean(line)
+
+
+def _answer_segment(
+    text: str, start: int, last_closer: dict[str, int], limit: int
+) -> tuple[int, str] | None:
+    """``(offset, text)`` of what follows the mark: the rest of its line (not past
+    ``limit``), else the next non-blank line, or the content of a display block opened alone
+    on that line."""
+    line_end = text.find("\n", start, limit)
+    line = text[start:limit] if line_end < 0 else text[start:line_end]
     if line_end >= 0 and not line.strip(" \t\r*"):
         # "Answer:" alone on its line: the answer is on the next non-blank line.
         nxt = _NON_BLANK.search(text, line_end)
@@ -103,12 +204,7 @@ def _answer_after(text: str, start: int, last_closer: dict[str, int]) -> str | N
             return None
         end = text.find(closer, begin)
         start, line = begin, text[begin:end]
-    box = _BOX_OPENER.search(line)
-    if box is not None:
-        boxed = _box_content(text, start + box.start(), start + box.end())
-        if boxed is not None:  # "Answer: \boxed{}" is an empty answer
-            return _clean(boxed)
-    return _clean(line)
+    return start, line
 
 
 def _clean(answer: str) -> str | None:

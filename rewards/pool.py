@@ -16,16 +16,24 @@ the pool closes or the calling process dies.
 
 Ordering: ``verify(pairs, timeout=...)`` returns one ``(verdict, timed_out)`` per pair, in
 order. Each worker holds at most one item; a killed worker's pipe is closed, so a late answer
-can never be attributed to a later item. The pool is thread-safe: any number of threads may
+can never be attributed to a later item.
+
+Crashes: a worker that dies while it holds an item (a segfault, the kernel's OOM killer, a
+stray ``kill``) is replaced and its item is sent once more to a fresh worker; if that one dies
+too, the item counts as incorrect (``(False, False)``) and a warning is logged on the
+``verimath.rewards.pool`` logger. Timeouts are not retried: the same item would time out again. The pool is thread-safe: any number of threads may
 call ``verify`` at once, and they share the ``workers`` processes.
 
-The child side (zygote and workers) lives in ``pool_worker.py``. POSIX only (it needs
+Imports go one way: ``batch -> pool -> pool_worker -> equivalence``; batch scoring on a
+given pool is ``score_batch(..., pool=pool)``. The child side (zygote and workers) lives in
+``pool_worker.py``. POSIX only (it needs
 ``fork`` and descriptor passing over Unix sockets).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
 import subprocess
@@ -44,6 +52,7 @@ _ZYGOTE_CODE = (
     "zygote_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
 )
 _DEFAULT_MEMORY_MB = 4096
+_LOG = logging.getLogger(__name__)
 
 
 def _verdict_path(verdict) -> str:
@@ -185,32 +194,13 @@ class ScoringPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def score_batch(
-        self,
-        responses: Sequence[str],
-        golds: Sequence[str],
-        *,
-        lengths=None,
-        max_length: float | None = None,
-        cache_length: float | None = None,
-        style: str = "auto",
-        mode: str = "symbolic",
-        timeout: float = 5.0,
-    ):
-        """``verimath.rewards.score_batch`` on this pool; returns a ``BatchScores``."""
-        from verimath.rewards.batch import score_with_pool
-
-        return score_with_pool(
-            self, responses, golds, lengths=lengths, max_length=max_length,
-            cache_length=cache_length, style=style, mode=mode, timeout=timeout,
-        )
-
     def verify(self, pairs: Sequence[tuple[str, str]], *, timeout: float = 5.0) -> list[tuple[bool, bool]]:
         """Symbolic verdicts for ``(pred, gold)`` pairs, in order, as ``(verdict, timed_out)``.
 
         Each item gets ``timeout`` seconds of wall-clock time from the moment a worker receives
-        it; past that its worker is killed and the result is ``(False, True)``. A worker that
-        crashes gives ``(False, False)``. Raises RuntimeError once the pool is closed.
+        it; past that its worker is killed and the result is ``(False, True)``. An item whose
+        worker dies is retried once on a fresh worker; a second death gives ``(False, False)``
+        and a logged warning. Raises RuntimeError once the pool is closed.
         """
         if not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -223,6 +213,7 @@ class ScoringPool:
         queue = deque(i for i, got in enumerate(results) if got is None)
         inflight: dict[Connection, tuple[_Worker, int, int, float]] = {}
         answered: set[int] = set()  # items a worker really answered (not crashed or timed out)
+        retried: set[int] = set()
         try:
             while queue or inflight:
                 while queue:
@@ -238,7 +229,14 @@ class ScoringPool:
                         queue.appendleft(idx)
                         continue
                     inflight[worker.conn] = (worker, idx, task_id, time.monotonic() + timeout)
-                self._collect(inflight, results, answered)
+                for idx in self._collect(inflight, results, answered):
+                    if idx not in retried:
+                        retried.add(idx)
+                        queue.append(idx)
+                        continue
+                    results[idx] = (False, False)
+                    _LOG.warning("a scoring worker died twice on one item; counted incorrect: "
+                                 "pred %.80r, gold %.80r", *keys[idx])
         finally:  # KeyboardInterrupt or an error: workers still busy for us are killed
             for worker, *_ in inflight.values():
                 self._discard(worker)
@@ -267,8 +265,11 @@ class ScoringPool:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
-    def _collect(self, inflight: dict, results: list, answered: set[int]) -> None:
-        """Wait for the first answer or deadline; store answers, kill workers past deadline."""
+    def _collect(self, inflight: dict, results: list, answered: set[int]) -> list[int]:
+        """Wait for the first answer or deadline; store answers, kill workers past deadline.
+
+        Returns the items whose worker died (their results are left for the caller)."""
+        crashed = []
         next_deadline = min(entry[3] for entry in inflight.values())
         ready = wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()))
         for conn in ready:
@@ -284,13 +285,14 @@ class ScoringPool:
                 answered.add(idx)
                 self._release(worker)
             else:  # crashed (or, impossibly, answered something else): never trust it again
-                results[idx] = (False, False)
+                crashed.append(idx)
                 self._discard(worker)
         now = time.monotonic()
         for conn in [c for c, entry in inflight.items() if entry[3] <= now]:
             worker, idx, _, _ = inflight.pop(conn)
             results[idx] = (False, True)
             self._discard(worker)
+        return crashed
 
     def _acquire(self, *, block: bool) -> _Worker | None:
         state = self._state

@@ -107,8 +107,8 @@ def test_integer_and_string_modes_never_use_the_pool():
 
 def test_timeouts_are_reported_and_count_as_incorrect():
     with ScoringPool(2, verdict=strategies.sleepy_verdict) as pool:
-        got = pool.score_batch(["Answer: 0:a", "Answer: 30:b", "Answer: 0:c"], ["a", "b", "x"],
-                               timeout=0.3)
+        got = score_batch(["Answer: 0:a", "Answer: 30:b", "Answer: 0:c"], ["a", "b", "x"],
+                          timeout=0.3, pool=pool)
     assert got.correct.tolist() == [True, False, False]
     assert got.timed_out.tolist() == [False, True, False]
     assert got.reward.tolist() == [1.0, -1.0, -1.0]

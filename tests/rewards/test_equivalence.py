@@ -10,10 +10,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from verimath.rewards import equivalence as eq
+from verimath.rewards.correctness import is_equivalent
 from verimath.rewards.equivalence import (
     brace_frac_args,
     fast_verdict,
-    is_equivalent,
     looks_like_code,
     normalize_answer,
     symbolic_verdict,
