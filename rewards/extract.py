@@ -34,7 +34,7 @@ Styles (``extract_answer(text, style=...)``):
     last ``\\boxed{}``; (3) the math after the last final-answer phrase in any of a dozen
     languages (``The final answer is``, ``答案是``, ``La réponse est``, ``La respuesta es``,
     ``Die Antwort ist``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...; see
-    ``free_form.ANSWER_PHRASE``); (4) the last math of the response (the last ``$...$`` or
+    ``phrases.ANSWER_PHRASE``); (4) the last math of the response (the last ``$...$`` or
     bare number or expression). Chunks joined by ``and``/``or``/commas form one list answer
     (``$x=1$ or $x=2$`` gives ``1, 2``). A step whose sentence negates or hedges
     (``the answer is not 5``, ``5, or maybe 6``) gives ``None`` at once: later steps are not

@@ -14,9 +14,9 @@ Vocabulary:
     (``$5 and $10``).
 *marker*
     Where an answer is announced: a final-answer phrase (``the answer is``, ``答案是``,
-    ``la réponse est``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...; ``ANSWER_PHRASE``
-    lists them, in more than ten languages) or a copula (``is``, ``equals``, ``est``, ``ist``,
-    ``是``, ``равен`` ...).
+    ``la réponse est``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...;
+    ``phrases.ANSWER_PHRASE`` lists them, in more than ten languages) or a copula (``is``,
+    ``equals``, ``est``, ``ist``, ``是``, ``равен`` ...).
 *group*
     Chunks joined only by list connectors (``,``, ``and``, ``or``, ``et``, ``und``, ``или``,
     ``或`` ...) form one list answer: ``$x = 1$ or $x = 2$`` is ``1, 2``. A list never equals
@@ -33,8 +33,16 @@ from __future__ import annotations
 import bisect
 import re
 
+from verimath.rewards.phrases import (
+    ANSWER_PHRASE,
+    CONNECTOR_GAP,
+    COPULA,
+    HEDGE,
+    NEGATION,
+    PHRASE_KEY,
+)
+
 __all__ = [
-    "ANSWER_PHRASE",
     "has_prose",
     "last_phrase_segment",
     "math_chunks",
@@ -72,69 +80,6 @@ _MATH_WORDS = frozenset(
     "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp lim max min "
     "gcd lcm det mod deg sqrt pi inf infty infinity cis dx dy dt".split()
 )
-
-# Final-answer phrases: each alternative starts with one of ``_PHRASE_WORDS``; those are
-# found first by a case-sensitive search for their usual spellings (fast in any regex
-# engine), and the full phrase is then matched where one was found.
-_PHRASE_WORDS = (
-    "answer", "result", "solution", "答案", "结果", "答", "réponse", "résultat", "respuesta",
-    "resultado", "antwort", "ergebnis", "ответ", "الإجابة", "الاجابة", "الجواب", "إجابة",
-    "उत्तर", "答え", "解答", "정답", "답", "risposta", "resposta", "jawaban", "đáp", "উত্তর",
-    "คำตอบ", "jibu",
-)
-_PHRASE_KEY = re.compile(
-    "|".join(sorted({v for w in _PHRASE_WORDS for v in (w, w.capitalize(), w.upper())},
-                    key=len, reverse=True))
-)
-_L = r"(?<![^\W\d_])"  # not preceded by a letter (Latin-script words)
-ANSWER_PHRASE = re.compile(
-    "|".join([
-        _L + r"answer\s*(?:is|would\s+be|should\s+be|will\s+be|=)",
-        _L + r"(?:result|solution)\s+is",
-        r"答案\s*(?:应该?是|应为|應為|是|为|為|[:：=])?|结果\s*(?:是|为)|答\s*[:：]",
-        _L + r"réponse(?:\s+finale)?\s*(?:est|[:=])|" + _L + r"résultat\s+est",
-        _L + r"respuesta(?:\s+final)?\s*(?:es|[:=])|" + _L + r"resultado\s+es",
-        _L + r"antwort\s*(?:ist|lautet|[:=])|" + _L + r"ergebnis\s*(?:ist|lautet|[:=])",
-        _L + r"ответ\s*(?:будет|равен|равна|равно|[:=—-])?",
-        r"(?:الإجابة|الاجابة|الجواب|إجابة)(?:\s+النهائية)?\s*(?:هي|هو|[:=])?",
-        r"उत्तर\s*(?:है|[:=])?",
-        r"(?:答え|解答)\s*(?:は|[:：=])|答\s*は",
-        r"(?:정답|답)\s*(?:은|는|[:=])",
-        _L + r"risposta\s*(?:è|[:=])|" + _L + r"resposta\s*(?:é|[:=])",
-        _L + r"jawaban(?:nya)?\s*(?:adalah|[:=])|" + _L + r"đáp\s+án\s*(?:là|[:=])",
-        r"উত্তর\s*(?:হল|[:=])?|คำตอบ\s*(?:คือ|[:=])?|" + _L + r"jibu\s*(?:ni|[:=])",
-    ]),
-    re.IGNORECASE,
-)
-# The other patterns only ever read short windows; a lookahead on their first characters
-# still lets the engine skip most positions.
-_COPULA = re.compile(
-    r"(?=[iIaAwWeEbBgGsSvVlLрРсСэЭèéÈÉ是为為等يهب:])(?:"
-    + _L + r"(?:is|are|was|equals?|be|becomes|gives|est|sont|vaut|es|son|vale|ist|sind|lautet"
-    r"|beträgt|равен|равна|равно|равны|составляет|это|è|é)(?![^\W\d_])"
-    r"|(?<!因)(?:是|为|為)|等于|等於|يساوي|هي|هو|बराबर|:)",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(
-    r"(?=[nNcCiIaAwWpPkKнНلن'’不并でじ아])(?:"
-    + _L + r"(?:not|never|no|none|cannot|isn't|aren't|wasn't|can't|ne|pas|nicht|kein|keine"
-    r"|не|нет|ليس|لا|नहीं|não|non)(?![^\W\d_])|n['’]t(?![^\W\d_])"
-    r"|不是|不为|不等于|并非|ではない|ではありません|じゃない|아니)",
-    re.IGNORECASE,
-)
-_HEDGE = re.compile(
-    r"(?=[oOmMpPaAeEqQvVиИмМtTfF或也可أریयशまもかた])(?:"
-    + _L + r"(?:or|maybe|perhaps|possibly|probably|either|otherwise|alternatively|might|ou"
-    r"|peut-être|o|quizás|quizá|oder|vielleicht|или|может|talvez|forse|atau)(?![^\W\d_])"
-    r"|或|也许|可能|أو|ربما|या|शायद|または|もしくは|かもしれ|たぶん)",
-    re.IGNORECASE,
-)
-_CONNECTOR_GAP = re.compile(
-    r"[\s,;、，&]*(?:(?:and|or|et|ou|y|o|e|und|oder|и|или|i|and/or|sowie|和|或|或者|与|及|以及"
-    r"|و|أو|और|या|と|または|及び)[\s,;、，]*)?",
-    re.IGNORECASE,
-)
-
 
 def _is_currency(content: str) -> bool:
     """``$5 and $``: a ``$`` span that starts with a digit and holds a word is money."""
@@ -272,7 +217,7 @@ def last_phrase_segment(text: str) -> str | None:
     When the phrase ends its line, the segment starts on the next non-blank line.
     """
     last = None
-    for key in reversed([m.start() for m in _PHRASE_KEY.finditer(text)][-_PHRASE_TRIES:]):
+    for key in reversed([m.start() for m in PHRASE_KEY.finditer(text)][-_PHRASE_TRIES:]):
         last = ANSWER_PHRASE.match(text, key)
         if last is not None:
             break
@@ -313,7 +258,7 @@ def pick_answer(segment: str, *, anchored: bool) -> tuple[str | None, bool]:
     group = _group(segment, candidates, forward=anchored)
     first = group[0][0] if after is None else after
     window = segment[_sentence_start(segment, first) : _sentence_end(segment, group[-1][1])]
-    if _NEGATION.search(window):
+    if NEGATION.search(window):
         return None, True
     i = candidates.index(group[0])
     before = candidates[i - 1][0] if i > 0 else first
@@ -321,7 +266,7 @@ def pick_answer(segment: str, *, anchored: bool) -> tuple[str | None, bool]:
     if before != first or beyond is not None:  # competing chunks: no hedging between them
         hedge = segment[_sentence_start(segment, min(before, first)) :
                         _sentence_end(segment, beyond or group[-1][1])]
-        if _HEDGE.search(hedge):
+        if HEDGE.search(hedge):
             return None, True
     return _join(group), False
 
@@ -370,7 +315,7 @@ def _sentence_end(text: str, pos: int) -> int:
 def _marker_end(segment: str, chunks: list[tuple[int, int, str]]) -> int | None:
     """End of the last answer phrase, else of the last copula, that has a chunk after it."""
     last_start = chunks[-1][0]
-    for pattern in (ANSWER_PHRASE, _COPULA):
+    for pattern in (ANSWER_PHRASE, COPULA):
         best = None
         for match in pattern.finditer(segment):
             if match.end() > last_start:
@@ -402,7 +347,7 @@ def _group(segment: str, chunks: list[tuple[int, int, str]], *, forward: bool) -
     group = [order[0]]
     for chunk in order[1:]:
         left, right = (group[-1], chunk) if forward else (chunk, group[-1])
-        if not _CONNECTOR_GAP.fullmatch(segment, left[1], right[0]):
+        if not CONNECTOR_GAP.fullmatch(segment, left[1], right[0]):
             break
         group.append(chunk)
     return group if forward else group[::-1]
