@@ -88,12 +88,13 @@ def _pct(x: float | None) -> str:
 
 
 def markdown_table(summary: Mapping[str, Any]) -> str:
-    """One row per source (then ``all``), percentages with one decimal."""
+    """One row per source (then ``all`` when there are several), percentages with one
+    decimal, the mean length in tokens."""
     overall = summary["overall"]
     n = overall["samples"]
     passes = [k for k in k_ladder(n)[1:]]
-    header = ["source", "problems", f"avg@{n} (95% CI)", *[f"pass@{k}" for k in passes],
-              *([f"maj@{n}"] if n > 1 else []), "mean length", "truncated %"]
+    header = ["source", "problems", f"avg@{n} % (95% CI)", *[f"pass@{k} %" for k in passes],
+              *([f"maj@{n} %"] if n > 1 else []), "mean length", "truncated %"]
     rows = [(s, m) for s, m in summary["by_source"].items()]
     if len(rows) != 1:
         rows.append(("all", overall))
