@@ -1,10 +1,12 @@
 """Rule-based rewards for math RL: answer extraction, equivalence, DAPO's overlong shaping,
 and fast batch scoring. Imports without torch.
 
-Module imports go one way (``tests/rewards/test_imports.py`` checks it):
-``free_form -> extract -> notation -> equivalence -> pool_worker -> pool -> batch,
-correctness -> adapters, cli``; ``fast_path``, ``polynomials``, ``size_guard`` and
-``overlong`` import nothing of the package.
+Module imports go one way, an arrow pointing at what a module imports
+(``tests/rewards/test_imports.py`` checks it, function-level imports included)::
+
+    adapters, cli -> batch, correctness -> pool -> pool_worker -> equivalence
+    equivalence -> notation -> fast_path;  equivalence -> polynomials, size_guard
+    batch, correctness -> extract -> free_form -> phrases;  batch -> overlong
 
 Public API (stable names):
     extract_answer, is_equivalent, correctness_reward, score, overlong_penalty,

@@ -110,7 +110,7 @@ def _extract_flexible(text: str) -> str | None:
         return found
     segment = last_phrase_segment(text)
     if segment is not None:
-        picked, refused = pick_answer(segment, anchored=True)
+        picked, refused = pick_answer(segment, anchored=True, find_marker=False)
         if refused or picked is not None:
             return None if picked is None else _clean(picked)
     picked, _ = pick_answer(text, anchored=False)

@@ -234,13 +234,16 @@ def last_phrase_segment(text: str) -> str | None:
     return text[start : stop.start() if stop else len(text)]
 
 
-def pick_answer(segment: str, *, anchored: bool) -> tuple[str | None, bool]:
+def pick_answer(
+    segment: str, *, anchored: bool, find_marker: bool = True
+) -> tuple[str | None, bool]:
     """The answer stated in ``segment`` and whether the segment was refused.
 
     ``anchored`` (the segment follows an ``Answer:`` mark or a final-answer phrase, or is a
     prediction; only its first ``_SEGMENT_CAP`` characters are read): after the last
     final-answer phrase (else the last copula) that has math after it, the first group of
-    chunks; without such a marker, the first group. Not anchored (a whole response): the
+    chunks; without such a marker (or with ``find_marker=False``: the segment follows a
+    final-answer phrase already), the first group. Not anchored (a whole response): the
     last group, found by reading the text from its end. Refused (``(None, True)``): a
     negation in the sentences from the marker to the answer, or a hedge word in the
     sentences from the answer to a competing chunk next to it.
@@ -253,7 +256,7 @@ def pick_answer(segment: str, *, anchored: bool) -> tuple[str | None, bool]:
         chunks = _tail_chunks(segment)
     if not chunks:
         return None, False
-    after = _marker_end(segment, chunks) if anchored else None
+    after = _marker_end(segment, chunks) if anchored and find_marker else None
     candidates = chunks if after is None else [c for c in chunks if c[0] >= after]
     group = _group(segment, candidates, forward=anchored)
     first = group[0][0] if after is None else after

@@ -102,11 +102,32 @@ def test_concurrent_threads_get_their_own_answers(sleepy):
         assert results[k] == expected, f"thread {k}"
 
 
-def test_a_crashing_worker_counts_as_incorrect_and_is_replaced():
+def test_a_crashing_worker_counts_as_incorrect_and_is_replaced(caplog):
     with ScoringPool(2, verdict=strategies.crashing_verdict, cache_size=0) as pool:
-        got = pool.verify([("a", "a"), ("crash", "crash"), ("b", "b"), ("crash", "x")], timeout=5)
+        with caplog.at_level("WARNING", logger="verimath.rewards.pool"):
+            got = pool.verify([("a", "a"), ("crash", "crash"), ("b", "b"), ("crash", "x")],
+                              timeout=5)
         assert got == [(True, False), (False, False), (True, False), (False, False)]
         assert pool.verify([("c", "c")], timeout=5) == [(True, False)]
+    # Each crashing item was tried twice (retried once), then logged once.
+    warnings = [r for r in caplog.records if "died twice" in r.getMessage()]
+    assert len(warnings) == 2
+    assert "'crash'" in warnings[0].getMessage()
+
+
+def test_an_item_whose_worker_is_killed_is_retried_on_a_fresh_worker():
+    with ScoringPool(1, verdict=strategies.sleepy_verdict, cache_size=0) as pool:
+        pool.verify([("0:warm", "warm")], timeout=5)
+        (worker,) = [p for p in pool.worker_pids() if p != pool._state.zygote.pid]
+        results = []
+        thread = threading.Thread(target=lambda: results.append(
+            pool.verify([("1.0:a", "a"), ("0:b", "c")], timeout=10)))
+        thread.start()
+        time.sleep(0.3)  # the worker now sleeps on item 0
+        os.kill(worker, signal.SIGKILL)
+        thread.join(30)
+        assert results == [[(True, False), (False, False)]]
+        assert worker not in pool.worker_pids()
 
 
 def test_worker_killed_while_idle_is_replaced(sleepy):
