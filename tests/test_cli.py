@@ -23,6 +23,7 @@ def _minimal_args(name: str) -> list[str]:
     return {"score": ["--input", "a.jsonl", "--output", "b.jsonl"],
             "prep": ["gsm8k", "--input", "a.jsonl", "--output", "b.jsonl"],
             "eval": ["--model", "m", "--data", "d.jsonl"],
+            "plot": ["runs/x"],
             "train": []}.get(name, [])
 
 
