@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
 SUBCOMMANDS = {
@@ -20,6 +21,9 @@ SUBCOMMANDS = {
                                           "maj@k"),
     "plot": ("verimath.trainer.plot_cli", "overlay the learning curves of training runs (PNG)"),
 }
+# Subcommands that need the `verimath[train]` extra (torch, transformers); a core install
+# (`pip install verimath`) has rewards, envs and prep only.
+NEEDS_TRAIN_EXTRA = ("train", "eval")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         extra = claim(args, extra)
     if extra:
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    missing = [m for m in ("torch", "transformers")
+               if args.command in NEEDS_TRAIN_EXTRA and importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"verimath {args.command}: needs {' and '.join(missing)}; install them with: "
+              "pip install 'verimath[train]'", file=sys.stderr)
+        return 2
     return int(args._module.main(args) or 0)
 
 
