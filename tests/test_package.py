@@ -146,3 +146,17 @@ def _in(venv: Path, cmd: list[str], check: bool = True) -> subprocess.CompletedP
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(cmd, capture_output=True, text=True, check=check, env=env,
                           cwd=tempfile.gettempdir(), timeout=300)
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_torch_subcommands_without_the_extra_name_it(command, monkeypatch, capsys):
+    import importlib.util
+
+    from verimath.trainer import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    assert cli.main([command]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"verimath {command}: needs torch; install them with: pip install 'verimath[train]'"]
