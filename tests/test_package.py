@@ -148,8 +148,8 @@ def _in(venv: Path, cmd: list[str], check: bool = True) -> subprocess.CompletedP
                           cwd=tempfile.gettempdir(), timeout=300)
 
 
-@pytest.mark.parametrize("command", ["train", "eval"])
-def test_torch_subcommands_without_the_extra_name_it(command, monkeypatch, capsys):
+@pytest.mark.parametrize("argv", [["train"], ["eval", "--model", "m", "--data", "d.jsonl"]])
+def test_torch_subcommands_without_the_extra_name_it(argv, monkeypatch, capsys):
     import importlib.util
 
     from verimath.trainer import cli
@@ -157,6 +157,6 @@ def test_torch_subcommands_without_the_extra_name_it(command, monkeypatch, capsy
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
-    assert cli.main([command]) == 2
+    assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"verimath {command}: needs torch; install them with: pip install 'verimath[train]'"]
+    assert err == [f"verimath {argv[0]}: needs torch; install them with: pip install 'verimath[train]'"]
