@@ -41,10 +41,13 @@ def generate_seeded(engine: RolloutEngine, prompt_ids: list[list[int]], params: 
     """
     import torch
 
-    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices):
-        if "seeds" in inspect.signature(engine.generate).parameters:
+    if "seeds" in inspect.signature(engine.generate).parameters:
+        with torch.random.fork_rng(devices=[]):  # seeded rows never draw from torch's RNGs
             return engine.generate(prompt_ids, params, n=n, seeds=seeds)
+    # CUDA RNGs of a process that has not initialized CUDA hold nothing worth keeping (and
+    # touching them would create a context beside an engine that owns the GPU)
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
         torch.manual_seed(seeds[0])
         return engine.generate(prompt_ids, params, n=n)
 
