@@ -27,6 +27,9 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from verimath.rewards.equivalence import MODES
+    from verimath.rewards.extract import STYLES
+
     a = parser.add_argument
     a("--model", required=True, metavar="DIR",
       help="a Hugging Face model directory, a training run, or a checkpoint directory")
@@ -42,9 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help=f"response length cap (default: the run's rollout.max_new_tokens, else "
            f"{DEFAULT_MAX_NEW_TOKENS})")
     a("--engine", choices=("hf", "vllm"), default="hf")
-    a("--answer-style", choices=("auto", "dapo", "boxed"), default=None,
+    a("--answer-style", choices=STYLES, default=None,
       help="how the final answer is found (default: the run's, else auto)")
-    a("--mode", choices=("symbolic", "integer", "string"), default=None,
+    a("--mode", choices=MODES, default=None,
       help="answer equivalence (default: the run's, else symbolic)")
     a("--template", default=None,
       help="prompt template: dapo, boxed, raw or a string with {prompt} (default: the run's, "
