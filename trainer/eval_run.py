@@ -97,18 +97,20 @@ def check_output_dir(output: Path, settings: EvalSettings) -> bool:
 
 
 class SampleStore:
-    """``samples.jsonl``: the complete problems of an earlier run, then appended chunks.
+    """``samples.jsonl``: the complete problems of an earlier run, then appended chunks;
+    ``records`` holds every sample without its response text.
 
-    Opening drops the lines of problems with fewer than ``k`` samples and any torn line
-    (rewriting the file atomically when something was dropped). Use as a context manager or
-    call ``close()`` (idempotent).
+    Opening drops the lines of problems with fewer than ``k`` samples and any torn line (the
+    file is rewritten atomically with what is kept). Use as a context manager or call
+    ``close()`` (idempotent).
     """
 
     def __init__(self, path: Path, *, k: int, problems: list[Problem]) -> None:
         self.path, self.k = path, k
-        self.records = self._complete(self._read(path), problems) if path.exists() else []
+        kept = self._complete(self._read(path), problems) if path.exists() else []
+        self._rewrite(kept)
+        self.records = [_without_response(r) for r in kept]
         self.done = {r["index"] for r in self.records}
-        self._rewrite()
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - owned resource
 
     @staticmethod
@@ -135,15 +137,15 @@ class SampleStore:
                 kept += [samples[j] for j in range(self.k)]
         return kept
 
-    def _rewrite(self) -> None:
+    def _rewrite(self, records: list[dict]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         os.replace(tmp, self.path)
 
     def append(self, records: list[dict]) -> None:
         self._file.write("".join(json.dumps(r) + "\n" for r in records))
         self._file.flush()
-        self.records += records
+        self.records += [_without_response(r) for r in records]
         self.done.update(r["index"] for r in records)
 
     @property
@@ -160,6 +162,11 @@ class SampleStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _without_response(record: dict) -> dict:
+    """A record as kept in memory for the summary (responses can be megabytes in all)."""
+    return {k: v for k, v in record.items() if k != "response"}
 
 
 def sample_and_verify(engine, tokenizer, problems: list[Problem], settings: EvalSettings,
