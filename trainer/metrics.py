@@ -27,7 +27,8 @@ from typing import Any
 from verimath.trainer.metric_backends import TensorBoardWriter, WandbWriter
 
 __all__ = ["BACKENDS", "DEFAULT_PLOT_KEYS", "MetricLoggers", "MetricsWriter",
-           "make_metric_loggers", "plot_learning_curve", "read_metrics"]
+           "check_backend_packages", "check_backends", "make_metric_loggers",
+           "plot_learning_curve", "read_metrics"]
 
 BACKENDS = ("jsonl", "tensorboard", "wandb")
 """Names accepted in ``logging.backends``."""
@@ -181,6 +182,22 @@ def check_backends(backends: Iterable[str]) -> tuple[str, ...]:
         raise ValueError(f"logging.backends must be distinct names among {', '.join(BACKENDS)}, "
                          f"got {list(backends)}")
     return ("jsonl", *[b for b in backends if b != "jsonl"])
+
+
+BACKEND_PACKAGES = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}
+"""Backend -> (module it imports, verimath extra that installs it)."""
+
+
+def check_backend_packages(backends: Iterable[str]) -> None:
+    """Fail before a run starts when a backend's package is missing: ValueError naming
+    ``logging.backends`` and the extra to install (nothing is imported)."""
+    import importlib.util
+
+    for backend in check_backends(backends)[1:]:
+        module, extra = BACKEND_PACKAGES[backend]
+        if importlib.util.find_spec(module) is None:
+            raise ValueError(f"logging.backends includes {backend}, which needs {module}: "
+                             f"pip install 'verimath[{extra}]'")
 
 
 def make_metric_loggers(run_dir: str | os.PathLike, backends: Iterable[str] = ("jsonl",), *,

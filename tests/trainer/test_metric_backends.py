@@ -12,6 +12,7 @@ from verimath.trainer.config_io import load_config
 from verimath.trainer.metrics import (
     MetricLoggers,
     MetricsWriter,
+    check_backend_packages,
     check_backends,
     make_metric_loggers,
     read_metrics,
@@ -102,6 +103,16 @@ def test_tensorboard_resume_purges_later_steps(tmp_path):
 
 
 def test_missing_optional_packages_name_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("tensorboardX", "wandb")
+                        else real_find_spec(name, *a))
+    check_backend_packages(["jsonl"])
+    for backend in ("tensorboard", "wandb"):
+        with pytest.raises(ValueError, match=rf"pip install 'verimath\[{backend}\]'"):
+            check_backend_packages([backend])
     monkeypatch.setitem(sys.modules, "tensorboardX", None)
     monkeypatch.setitem(sys.modules, "wandb", None)
     with pytest.raises(ImportError, match=r"pip install 'verimath\[tensorboard\]'"):
