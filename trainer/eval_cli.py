@@ -151,17 +151,18 @@ def make_engine(args, settings):
 
     model_dir = Path(settings.model)
     if args.engine == "vllm":
-        try:
+        tokenizer = load_tokenizer(model_dir)
+        try:  # the module, or vllm inside it, may be missing
             from verimath.trainer.vllm_engine import VLLMRolloutEngine
+
+            engine = VLLMRolloutEngine(
+                str(model_dir), tokenizer, seed=settings.seed, dtype=settings.dtype,
+                gpu_memory_utilization=args.gpu_memory_utilization,
+                tensor_parallel_size=args.tensor_parallel_size, enable_sleep_mode=False,
+                max_model_len=None, enforce_eager=False)
         except ImportError as exc:
             raise ValueError(f"--engine vllm needs vLLM ({exc}): pip install 'verimath[vllm]'"
                              ) from None
-        tokenizer = load_tokenizer(model_dir)
-        engine = VLLMRolloutEngine(
-            str(model_dir), tokenizer, seed=settings.seed, dtype=settings.dtype,
-            gpu_memory_utilization=args.gpu_memory_utilization,
-            tensor_parallel_size=args.tensor_parallel_size, enable_sleep_mode=False,
-            max_model_len=None, enforce_eager=False)
         return engine, tokenizer
     from verimath.trainer.rollout import HFRolloutEngine
 
