@@ -16,8 +16,9 @@ Styles (``extract_answer(text, style=...)``):
     a ``\\boxed{...}``, the box content is the answer (an empty box: an empty answer). Then
     ``$``, ``\\(``/``\\)``, ``\\[``/``\\]``, Markdown ``**`` and a trailing period are stripped,
     with surrounding whitespace. An empty answer counts as none and the previous ``Answer:``
-    is tried. Nothing else is cut: ``Answer: 15 (the sum)`` gives ``15 (the sum)``, which
-    the DAPO format does not allow and which is then scored as incorrect.
+    is tried (at most the last 256 marks are). Nothing else is cut: ``Answer: 15 (the sum)``
+    gives ``15 (the sum)``, which the DAPO format does not allow and which is then scored
+    as incorrect (``style="flexible"`` reads ``15`` from it).
 ``"boxed"``
     The content of the last ``\\boxed{...}`` or ``\\fbox{...}``, braces balanced and nested
     braces kept (``\\{`` and ``\\}`` are literal braces, not grouping). TeX's brace-less form
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import re
 
-from verimath.rewards.free_form import has_prose, last_phrase_segment, pick_answer
+from verimath.rewards.free_form import final_value, has_prose, last_phrase_segment, pick_answer
 
 __all__ = ["STYLES", "answer_core", "extract_answer"]
 
@@ -65,6 +66,7 @@ _NON_BLANK = re.compile(r"\S")
 _WRAPPERS = (("\\(", "\\)"), ("\\[", "\\]"))
 _DISPLAY = {"$$": "$$", "\\[": "\\]"}  # display-math openers and their closers
 _CLEAN_ROUNDS = 4
+_MAX_MARKS = 256  # "Answer:" marks tried, from the last, before giving up
 _FLEXIBLE_MARKS = 16  # "Answer:" marks the flexible style reads before moving on
 _PROSE_CHECK = 4000  # longer lines and predictions are never read as sentences
 
@@ -114,9 +116,7 @@ def _extract_flexible(text: str) -> str | None:
         if refused or picked is not None:
             return None if picked is None else _clean(picked)
     picked, _ = pick_answer(text, anchored=False)
-    if picked is not None and "=" in picked and "," not in picked:
-        picked = picked.rpartition("=")[2]  # the result of a closing computation "3+4 = 7"
-    return None if picked is None else _clean(picked)
+    return None if picked is None else _clean(final_value(picked))
 
 
 def answer_core(pred: str) -> str:
@@ -148,8 +148,8 @@ def _extract_dapo(text: str, *, flexible: bool = False) -> str | None:
     last_closer = {c: text.rfind(c) for c in _DISPLAY.values()} if found else {}
     limit = len(text)
     for tried, (mark_start, end) in enumerate(reversed(found)):
-        if flexible and tried == _FLEXIBLE_MARKS:
-            break  # later steps (boxes, phrases) take over; keeps the work bounded
+        if tried == (_FLEXIBLE_MARKS if flexible else _MAX_MARKS):
+            break  # bounded work on text that repeats "Answer:" (flexible: boxes etc. next)
         answer = _answer_after(text, end, last_closer, flexible, limit)
         if answer:
             return answer

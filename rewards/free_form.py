@@ -40,17 +40,29 @@ from verimath.rewards.phrases import (
     HEDGE,
     NEGATION,
     PHRASE_KEY,
+    STRONG_HEDGE,
 )
 
 __all__ = [
+    "final_value",
     "has_prose",
     "last_phrase_segment",
     "math_chunks",
     "pick_answer",
 ]
 
-_DELIMITER = re.compile(r"\\\$|\$\$|\$|\\\(|\\\)|\\\[|\\\]")
-_CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
+_ENVIRONMENTS = r"(?:align|equation|gather|eqnarray|multline|displaymath)\*?"
+_DELIMITER = re.compile(
+    r"\\\$|\$\$|\$|\\\(|\\\)|\\\[|\\\]|\[/?asy\]"
+    rf"|\\(?:begin|end)\{{{_ENVIRONMENTS}\}}"
+)
+_CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]", "[asy]": "[/asy]"}
+_ALIGNED = re.compile(
+    r"\s*\\begin\{(?:aligned|split|gathered|alignedat)\}(?:\{[^{}]*\})?(.*)"
+    r"\\end\{(?:aligned|split|gathered|alignedat)\}[\s.,;]*",
+    re.DOTALL,
+)
+_ROW_BREAK = re.compile(r"\\\\(?:\[[^\]]*\])?")
 _WORD = re.compile(r"(?<![\\A-Za-z])[^\W\d_]{2,}")
 _CURRENCY_START = re.compile(r"\s*[0-9]")
 # Bare math is found in two passes of single character-class runs (fast in any regex
@@ -61,11 +73,18 @@ _MATH_EVIDENCE = re.compile(
     r"[0-9]|\\(?!text|mathrm|textbf|mbox|quad|qquad)[A-Za-z]{2,}|[≤≥≠±×÷−√π∞∈∪∩]"
     r"|[A-Za-z]\s*[=<>+*/^]|[=<>+*/^]\s*[A-Za-z]"
 )
-_TRIM_LEFT = " \t,.;:)]}=*'"
+_TRIM_LEFT = " \t,.;:)]}=*/^'"
 _TRIM_RIGHT = " \t,.;:([{=+*-/^'"
 _LONE_LETTER = re.compile(
     r"^(?:[A-Za-z]\.)+\s*|^[A-Za-z]\s+(?=[0-9A-Za-z\\(])|(?<=[0-9)\]}])\s+[A-Za-z]$"
 )
+_LONE_VARIABLE = re.compile(r"\s*[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*")
+# "=", "\approx" and "\equiv" state a result ("5!=120" is a factorial, not "not equal")
+_EQUALS = re.compile(r"(?<![<>=\\])=(?!=)|\\(?:approx|equiv)(?![A-Za-z])|[≈≡]")
+_MODULUS = re.compile(r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\S+)|\(\s*\\mod\s*[^()]*\))\s*$")
+_RELATION = re.compile(r"[<>≤≥≠∈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|in|subset|equiv)(?![A-Za-z])")
+_NESTING = re.compile(r"\\begin\{|\\end\{|&")
+_THOUSANDS = re.compile(r",(?:\\!)?[0-9]{3}(?![0-9])")
 _VAR_VALUE = re.compile(r"([A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?)\s*=\s*([^=]+)")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|[。！？；\n]")
@@ -81,9 +100,13 @@ _MATH_WORDS = frozenset(
     "gcd lcm det mod deg sqrt pi inf infty infinity cis dx dy dt".split()
 )
 
-def _is_currency(content: str) -> bool:
-    """``$5 and $``: a ``$`` span that starts with a digit and holds a word is money."""
-    return _CURRENCY_START.match(content) is not None and _WORD.search(content) is not None
+def _is_currency(content: str, after: str) -> bool:
+    """``$5 and $10``: a ``$`` span that starts with a digit is money when it ends with a
+    space, is followed by a digit, or holds prose (words outside braces:
+    ``$54\\text{ cm}^2$`` and ``$3ab^2 = 0$`` are math)."""
+    if _CURRENCY_START.match(content) is None:
+        return False
+    return content[-1:].isspace() or after.isdigit() or _count_words(content, 0, len(content), 0) >= 2
 
 
 def _delimited_spans(text: str) -> list[tuple[int, int, int, int]]:
@@ -98,16 +121,20 @@ def _delimited_spans(text: str) -> list[tuple[int, int, int, int]]:
         tok = match.group(0)
         if tok == "\\$":
             continue
+        if tok == "[asy]":  # a drawing: its labels' "$" must not pair with the prose's
+            opener = (tok, match.start(), match.end())
+            continue
         if opener is None:
-            if tok in _CLOSER:
+            if tok in _CLOSER or tok.startswith("\\begin"):
                 opener = (tok, match.start(), match.end())
             continue
-        want = _CLOSER[opener[0]]
+        want = _CLOSER.get(opener[0]) or opener[0].replace("\\begin", "\\end", 1)
         if tok != want and not (opener[0] == "$" and tok == "$$"):
             continue
         content = text[opener[2] : match.start()]
         inline = opener[0] in ("$", "\\(")
-        if inline and ("\n\n" in content or (opener[0] == "$" and _is_currency(content))):
+        money = opener[0] == "$" and _is_currency(content, text[match.end() : match.end() + 1])
+        if inline and ("\n\n" in content or money):
             opener = (tok, match.start(), match.end()) if tok == "$" else None
             continue
         spans.append((opener[1], match.end(), opener[2], match.start()))
@@ -141,11 +168,52 @@ def _chunks_from(text: str, spans: list, start: int) -> list[tuple[int, int, str
     ]:
         for run in _MATHISH.finditer(text, pos, outer_start):
             _bare_chunks(text, run.start(), run.end(), chunks)
-        content = text[inner_start:inner_end].strip()
+        content = _span_math(text, outer_start, inner_start, inner_end)
         if content:
             chunks.append((outer_start, outer_end, content))
         pos = outer_end
     return chunks
+
+
+def _span_math(text: str, outer_start: int, inner_start: int, inner_end: int) -> str:
+    """The math of a span: its content; the last row of an ``align``-like environment
+    (alignment ``&`` dropped); nothing for an ``[asy]`` drawing."""
+    if text.startswith("[asy]", outer_start):
+        return ""
+    content = text[inner_start:inner_end]
+    inner = _ALIGNED.fullmatch(content)
+    if text.startswith("\\begin", outer_start) or inner is not None:
+        rows = _rows(inner.group(1) if inner is not None else content)
+        content = _drop_alignment(rows[-1]).strip().lstrip("=") if rows else ""
+    return content.strip().rstrip(".,;").strip()
+
+
+def _drop_alignment(row: str) -> str:
+    """``row`` without its alignment ``&`` (those of a nested ``pmatrix`` stay)."""
+    out, depth, pos = [], 0, 0
+    for match in _NESTING.finditer(row):
+        tok = match.group(0)
+        depth += 1 if tok.startswith("\\b") else -1 if tok.startswith("\\e") else 0
+        if tok == "&" and depth <= 0:
+            out.append(row[pos : match.start()])
+            pos = match.end()
+    out.append(row[pos:])
+    return "".join(out)
+
+
+def _rows(body: str) -> list[str]:
+    """Rows of an alignment (split at ``\\\\`` outside nested environments such as a
+    ``pmatrix``), blank rows dropped."""
+    rows, current = [], []
+    for piece in _ROW_BREAK.split(body):
+        current.append(piece)
+        joined = "\\\\".join(current)
+        if joined.count("\\begin") <= joined.count("\\end"):
+            rows.append(joined)
+            current = []
+    if current:
+        rows.append("\\\\".join(current))
+    return [r for r in rows if r.strip()]
 
 
 def _bare_chunks(text: str, start: int, end: int, out: list) -> None:
@@ -176,11 +244,11 @@ def _add_piece(text: str, start: int, end: int, out: list) -> None:
 def has_prose(text: str) -> bool:
     """Whether ``text`` holds words outside math (outside ``$...$`` spans and braces, not a
     command, function or constant name): a word of four letters or more, a word in a
-    non-Latin script, or two shorter words. ``ab`` or ``xyz`` alone is a product of
-    variables, not prose."""
+    non-Latin script, a contraction (``it's``), two shorter words, or one next to ``$...$``
+    math. ``ab`` or ``xyz`` alone is a product of variables, not prose."""
     spans = _delimited_spans(text)
     pos = 0
-    short = 0
+    short = 1 if spans else 0  # "So $k = 5$.": one word next to delimited math is prose
     for outer_start, outer_end, _, _ in spans + [(len(text), len(text), 0, 0)]:
         short = _count_words(text, pos, outer_start, short)
         if short >= 2:
@@ -189,7 +257,7 @@ def has_prose(text: str) -> bool:
     return False
 
 
-_BRACE_OR_WORD = re.compile(r"\\[{}]|\\[A-Za-z]+|[{}]|[^\W\d_]{2,}")
+_BRACE_OR_WORD = re.compile(r"\\[{}]|\\[A-Za-z]+|[{}]|[^\W\d_]+['’][^\W\d_]+|[^\W\d_]{2,}")
 
 
 def _count_words(text: str, start: int, end: int, short: int) -> int:
@@ -203,7 +271,7 @@ def _count_words(text: str, start: int, end: int, short: int) -> int:
         elif tok == "}":
             depth = max(depth - 1, 0)
         elif tok[0] != "\\" and depth == 0 and tok.lower() not in _MATH_WORDS:
-            short += 2 if len(tok) >= 4 or not tok.isascii() else 1
+            short += 2 if len(tok) >= 4 or not tok.isascii() or "'" in tok else 1
             if short >= 2:
                 return short
     return short
@@ -243,35 +311,63 @@ def pick_answer(
     prediction; only its first ``_SEGMENT_CAP`` characters are read): after the last
     final-answer phrase (else the last copula) that has math after it, the first group of
     chunks; without such a marker (or with ``find_marker=False``: the segment follows a
-    final-answer phrase already), the first group. Not anchored (a whole response): the
-    last group, found by reading the text from its end. Refused (``(None, True)``): a
-    negation in the sentences from the marker to the answer, or a hedge word in the
-    sentences from the answer to a competing chunk next to it.
+    final-answer phrase already), the first group. Refused (``(None, True)``): a negation
+    in the sentences from the marker to the answer, or a hedge word in the sentences from
+    the answer to a competing chunk next to it. Not anchored (a whole response): see
+    ``_pick_last``.
     """
-    if anchored:
-        segment = segment[:_SEGMENT_CAP]
-        chunks = math_chunks(segment)
-    else:
-        segment = segment[-_TAIL_CAP:]
-        chunks = _tail_chunks(segment)
+    if not anchored:
+        return _pick_last(segment[-_TAIL_CAP:])
+    segment = segment[:_SEGMENT_CAP]
+    chunks = math_chunks(segment)
     if not chunks:
         return None, False
-    after = _marker_end(segment, chunks) if anchored and find_marker else None
+    after = _marker_end(segment, chunks) if find_marker else None
     candidates = chunks if after is None else [c for c in chunks if c[0] >= after]
-    group = _group(segment, candidates, forward=anchored)
+    group = _group(segment, candidates, forward=True)
     first = group[0][0] if after is None else after
     window = segment[_sentence_start(segment, first) : _sentence_end(segment, group[-1][1])]
     if NEGATION.search(window):
         return None, True
-    i = candidates.index(group[0])
-    before = candidates[i - 1][0] if i > 0 else first
-    beyond = candidates[i + len(group)][1] if i + len(group) < len(candidates) else None
-    if before != first or beyond is not None:  # competing chunks: no hedging between them
-        hedge = segment[_sentence_start(segment, min(before, first)) :
-                        _sentence_end(segment, beyond or group[-1][1])]
-        if HEDGE.search(hedge):
+    beyond = candidates[len(group)][1] if len(group) < len(candidates) else None
+    if beyond is not None:  # a competing chunk: no hedging between the two
+        if HEDGE.search(segment, _sentence_start(segment, first), _sentence_end(segment, beyond)):
             return None, True
     return _join(group), False
+
+
+def _pick_last(text: str) -> tuple[str | None, bool]:
+    """The last group of chunks of a whole response (a lone variable such as ``$n$`` does
+    not count when other math exists). Refused when its clause negates it or hedges with a
+    strong hedge word (``maybe``, ``perhaps``...; a plain ``or`` often means
+    "equivalently" here): the clause is the text from the chunk before it, and after it up
+    to the next chunk, within its sentence; a display block ends its sentence."""
+    every = _tail_chunks(text)
+    chunks = [c for c in every if not _LONE_VARIABLE.fullmatch(c[2])] or every
+    if not chunks:
+        return None, False
+    group = _group(text, chunks, forward=False)
+    start, end = group[0][0], group[-1][1]
+    before = [c[1] for c in every if c[1] <= start]
+    after = [c[0] for c in every if c[0] >= end]
+    left = max(before[-1] if before else 0, _sentence_start(text, start))
+    closed = _is_display(text, group[-1]) or _ends_sentence(text, group[-1])
+    right = end if closed else min(after[:1] + [_sentence_end(text, end)])
+    clause = text[left:start] + " " + text[end:right]
+    if NEGATION.search(clause) or (len(group) < len(chunks) and STRONG_HEDGE.search(clause)):
+        return None, True
+    return _join(group), False
+
+
+def _is_display(text: str, chunk: tuple[int, int, str]) -> bool:
+    return text.startswith(("$$", "\\[", "\\begin"), chunk[0])
+
+
+def _ends_sentence(text: str, chunk: tuple[int, int, str]) -> bool:
+    """``$x = 5.$``: the sentence ends inside the math, before its closing delimiter."""
+    raw = text[chunk[0] : chunk[1]].rstrip().rstrip("$")
+    raw = raw[:-2] if raw.endswith(("\\)", "\\]")) else raw
+    return raw.rstrip().endswith((".", "!", "?"))
 
 
 def _tail_chunks(text: str) -> list[tuple[int, int, str]]:
@@ -352,8 +448,20 @@ def _group(segment: str, chunks: list[tuple[int, int, str]], *, forward: bool) -
         left, right = (group[-1], chunk) if forward else (chunk, group[-1])
         if not CONNECTOR_GAP.fullmatch(segment, left[1], right[0]):
             break
+        if not _listable(order[0][2], chunk[2]):
+            break  # "$k - 1 = 1$, and $k = 2$" is a derivation, not a list
         group.append(chunk)
     return group if forward else group[::-1]
+
+
+def _listable(first: str, item: str) -> bool:
+    """Items of one list: no equations, or ``x = value`` for one variable ``x`` in both."""
+    if _RELATION.search(first) or _RELATION.search(item):
+        return False  # "$-2 \\le x \\le 7$ and $x \\in [-2, 7]$" restate one answer
+    if "=" not in first and "=" not in item:
+        return True
+    a, b = _VAR_VALUE.fullmatch(first), _VAR_VALUE.fullmatch(item)
+    return a is not None and b is not None and a.group(1) == b.group(1)
 
 
 def _join(group: list[tuple[int, int, str]]) -> str:
@@ -365,3 +473,34 @@ def _join(group: list[tuple[int, int, str]]) -> str:
     if all(pairs) and len({p.group(1) for p in pairs}) == 1:
         items = [p.group(2).strip() for p in pairs]
     return ", ".join(items)
+
+
+def final_value(math: str) -> str:
+    """The result a closing computation states: the last side of ``a = b = c`` (``c``),
+    skipping a lone variable written last (``17 = x``). Kept whole: an equation set to zero
+    (``5x - 7y + 4 = 0``) and ``a = 2, b = 3``."""
+    parts = _EQUALS.split(math)
+    if len(parts) < 2 or any(_top_level_comma(p) for p in parts[:-1]):
+        return math
+    last = _MODULUS.sub("", parts[-1]).strip()
+    if _LONE_VARIABLE.fullmatch(last):
+        last = parts[-2].strip()
+        if _LONE_VARIABLE.fullmatch(last):
+            return math
+    if last == "0" and re.search(r"[A-Za-z]", parts[0]):
+        return math
+    return last or math
+
+
+def _top_level_comma(text: str) -> bool:
+    """A list comma: outside brackets, and not a thousands separator (``10,000``,
+    ``10,\\!000``)."""
+    depth = 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0 and not _THOUSANDS.match(text, i):
+            return True
+    return False

@@ -6,8 +6,8 @@ math-verify compare like with like. Pure, bounded work (inputs longer than
 
 1. A stray trailing backslash or ``\\\\`` (a line break) at the end of either side is dropped.
 2. ``x \\in I`` is ``I``; a relation in one variable (``-2 \\le x \\le 7``, ``x > 3``,
-   ``5 \\geq y``, and unions written with ``or``) becomes its interval (``[-2, 7]``,
-   ``(3, \\infty)``) when the other side is an interval or a relation too.
+   ``5 \\geq y``, ``x \\ne 2``, and unions written with ``or``) becomes its interval
+   (``[-2, 7]``, ``(3, \\infty)``) when the other side is an interval or a relation too.
 3. Matrices: ``bmatrix``, ``Bmatrix``, ``matrix``, ``smallmatrix`` and ``array`` (with the
    brackets around it) are written as ``pmatrix``; ``vmatrix`` (a determinant) is left
    alone. A parenthesised tuple compared with a row or column vector becomes that vector.
@@ -48,6 +48,7 @@ _SIDE = r"[^<>≤≥,;]+?"
 _CHAIN = re.compile(rf"\s*(?P<a>{_SIDE})\s*(?P<op1>{_REL})\s*(?P<v>{_VAR})\s*(?P<op2>{_REL})\s*(?P<b>{_SIDE})\s*")
 _VAR_FIRST = re.compile(rf"\s*(?P<v>{_VAR})\s*(?P<op>{_REL})\s*(?P<b>{_SIDE})\s*")
 _VAR_LAST = re.compile(rf"\s*(?P<a>{_SIDE})\s*(?P<op>{_REL})\s*(?P<v>{_VAR})\s*")
+_NOT_EQUAL = re.compile(rf"\s*{_VAR}\s*(?:\\neq?(?![A-Za-z])|≠)\s*(?P<b>{_SIDE})\s*")
 _IN = re.compile(rf"\s*{_VAR}\s*(?:\\in|∈)\s*(?P<set>.+)")
 _OR = re.compile(r"\\text\{\s*or\s*\}|\\(?:lor|vee)(?![A-Za-z])|\bor\b")
 _CUP = re.compile(r"\\cup(?![A-Za-z])|∪")
@@ -130,6 +131,10 @@ def _relation_interval(text: str) -> str | None:
     if first is not None:
         op, b = first.group("op"), first.group("b").strip()
         return _interval("-\\infty", "<", b, op) if _is_less(op) else _interval(b, op, "\\infty", "<")
+    unequal = _NOT_EQUAL.fullmatch(text)
+    if unequal is not None:  # x \ne a: everything but a
+        b = unequal.group("b").strip()
+        return f"(-\\infty, {b}) \\cup ({b}, \\infty)"
     last = _VAR_LAST.fullmatch(text)
     if last is not None:
         op, a = last.group("op"), last.group("a").strip()

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ANSWER_PHRASE", "CONNECTOR_GAP", "COPULA", "HEDGE", "NEGATION", "PHRASE_KEY"]
+__all__ = [
+    "ANSWER_PHRASE",
+    "CONNECTOR_GAP",
+    "COPULA",
+    "HEDGE",
+    "NEGATION",
+    "PHRASE_KEY",
+    "STRONG_HEDGE",
+]
 
 # Final-answer phrases: each alternative starts with one of ``_PHRASE_WORDS``; those are
 # found first by a case-sensitive search for their usual spellings (fast in any regex
@@ -57,7 +65,7 @@ COPULA = re.compile(
 NEGATION = re.compile(
     r"(?=[nNcCiIaAwWpPkKнНلن'’不并でじ아])(?:"
     + _L + r"(?:not|never|no|none|cannot|isn't|aren't|wasn't|can't|ne|pas|nicht|kein|keine"
-    r"|не|нет|ليس|لا|नहीं|não|non)(?![^\W\d_])|n['’]t(?![^\W\d_])"
+    r"|не|нет|ليس|لا|नहीं|não|non(?![-‐]))(?![^\W\d_])|n['’]t(?![^\W\d_])"
     r"|不是|不为|不等于|并非|ではない|ではありません|じゃない|아니)",
     re.IGNORECASE,
 )
@@ -66,6 +74,15 @@ HEDGE = re.compile(
     + _L + r"(?:or|maybe|perhaps|possibly|probably|either|otherwise|alternatively|might|ou"
     r"|peut-être|o|quizás|quizá|oder|vielleicht|или|может|talvez|forse|atau)(?![^\W\d_])"
     r"|或|也许|可能|أو|ربما|या|शायद|または|もしくは|かもしれ|たぶん)",
+    re.IGNORECASE,
+)
+# Hedges without the plain "or", which math prose also uses for "equivalently"
+# ("$\\frac54$, or $1.25$"); the last-math step of a whole response uses these.
+STRONG_HEDGE = re.compile(
+    r"(?=[mMpPeEqQvVмМtTfF也可ربشかた])(?:"
+    + _L + r"(?:maybe|perhaps|possibly|probably|either|might|peut-être|quizás|quizá|vielleicht"
+    r"|может|talvez|forse|guess)(?![^\W\d_])"
+    r"|也许|可能|ربما|शायद|かもしれ|たぶん)",
     re.IGNORECASE,
 )
 CONNECTOR_GAP = re.compile(

@@ -1,0 +1,161 @@
+"""Benchmark: agreement with hand labels, verimath (each extraction style) vs math-verify.
+
+    python benchmarks/bench_accuracy.py              # the table, by kind of case
+    python benchmarks/bench_accuracy.py --verbose    # plus every row where a verifier is wrong
+
+The cases are ``benchmarks/data/accuracy_cases.jsonl``: written for this benchmark from the
+kinds of answers verifiers miss and from graders' published normalization rules (Qwen2.5-Math,
+DeepSeek-Math, OpenCompass, simple-evals, Minerva, MATH), each row naming its ``kind`` and
+``source``. A row is either a whole ``response`` (scored by ``correctness_reward`` in each
+style) or a ``pred``, a prediction with or without words around it (scored by
+``is_equivalent``, the same in every style), against ``gold``; ``label`` says whether it is
+right. ``reward_hack`` rows (all labelled false) state no single answer, deny the gold or
+hide candidates.
+
+math-verify is used the way its README shows: ``verify(parse(gold), parse(answer))`` with
+its default extraction (LaTeX and plain expressions), the gold wrapped as ``$gold$``; a
+``pred`` without words or ``$`` is wrapped as ``$pred$`` too, so that bare LaTeX parses.
+Both run in the same process and run, on the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parent / "data" / "accuracy_cases.jsonl"
+FIELDS = {"id": str, "kind": str, "source": str, "input": str, "text": str, "gold": str,
+          "label": bool}
+GROUPS = [  # (title, kind prefix)
+    ("free-form, English", "free_form_en"), ("free-form, 11 other languages", "free_form_"),
+    ("Answer: line holding a sentence", "answer_line_sentence"),
+    ("prediction with words", "pred_with_words"), ("decimal comma / thousands", "decimal_comma"),
+    ("matrices", "matrix"), ("relations vs intervals", "relation_interval"),
+    ("stray LaTeX", "stray_latex"), ("ordered vs unordered", "ordered_unordered"),
+    ("graders' published rules", "_rule"), ("standard formats", "standard_format"),
+    ("reward hacks (all false)", "reward_hack"),
+]
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_BRACED = re.compile(r"\{[^{}]*\}")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def is_prose(text: str) -> bool:
+    """A word of three letters or more outside LaTeX commands and their braced arguments."""
+    text = _COMMAND.sub(" ", text)
+    for _ in range(5):
+        text = _BRACED.sub(" ", text)
+    return _WORD.search(text) is not None
+
+
+def load_cases(path: Path = TABLE) -> list[dict]:
+    """The labelled rows; a malformed row is a ValueError naming its line and field."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            row = json.loads(line)
+            for field, kind in FIELDS.items():
+                if not isinstance(row.get(field), kind):
+                    raise ValueError(f"{path.name} line {lineno}: field {field!r} must be a "
+                                     f"{kind.__name__}; fix the row")
+            if row["input"] not in ("response", "pred"):
+                raise ValueError(f"{path.name} line {lineno}: field 'input' must be 'response' "
+                                 f"or 'pred', got {row['input']!r}")
+            rows.append(row)
+    return rows
+
+
+def group_of(kind: str) -> str:
+    for title, prefix in GROUPS:
+        if kind.startswith(prefix) or (prefix.startswith("_") and kind.endswith(prefix)):
+            return title
+    return kind
+
+
+def verimath_verdicts(rows: list[dict]) -> dict[str, list[bool]]:
+    """Verdict per row for each extraction style (``pred`` rows: ``is_equivalent``)."""
+    from verimath.rewards import is_equivalent, score_batch
+    from verimath.rewards.extract import STYLES
+
+    preds = {i: is_equivalent(r["text"], r["gold"]) for i, r in enumerate(rows)
+             if r["input"] == "pred"}
+    responses = [i for i, r in enumerate(rows) if r["input"] == "response"]
+    out = {}
+    for style in STYLES:
+        scores = score_batch([rows[i]["text"] for i in responses],
+                             [rows[i]["gold"] for i in responses], style=style)
+        verdicts = dict(preds)
+        verdicts.update(zip(responses, scores.correct.tolist()))
+        out[style] = [bool(verdicts[i]) for i in range(len(rows))]
+    return out
+
+
+def math_verify_verdicts(rows: list[dict]) -> list[bool]:
+    """math-verify's verdict per row (see the module docstring for how it is called)."""
+    from math_verify import parse, verify
+
+    out = []
+    for row in rows:
+        text = row["text"]
+        if row["input"] == "pred" and "$" not in text and not is_prose(text):
+            text = f"${text}$"
+        try:
+            out.append(bool(verify(parse(f"${row['gold']}$"), parse(text))))
+        except Exception:  # a verifier that raises gives no reward
+            out.append(False)
+    return out
+
+
+def agreement_table(rows: list[dict], systems: dict[str, list[bool]]) -> str:
+    """Markdown: rows and % agreement with the labels per group and overall, per system."""
+    names = list(systems)
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        groups[group_of(row["kind"])].append(i)
+    lines = ["| cases | rows | " + " | ".join(names) + " |",
+             "| --- | ---: | " + " | ".join("---:" for _ in names) + " |"]
+    order = [title for title, _ in GROUPS if title in groups] + sorted(set(groups) - {t for t, _ in GROUPS})
+    for title in order + ["all"]:
+        idx = groups[title] if title != "all" else list(range(len(rows)))
+        cells = [f"{100 * sum(systems[n][i] == rows[i]['label'] for i in idx) / len(idx):.1f}"
+                 for n in names]
+        label = f"**{title}**" if title == "all" else title
+        lines.append(f"| {label} | {len(idx)} | " + " | ".join(cells) + " |")
+    hacks = [i for i, r in enumerate(rows) if r["kind"] == "reward_hack"]
+    accepted = [str(sum(systems[n][i] for i in hacks)) for n in names]
+    lines.append(f"| reward hacks accepted | {len(hacks)} | " + " | ".join(accepted) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--verbose", action="store_true", help="print every row a verifier gets wrong")
+    args = parser.parse_args()
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
+    rows = load_cases()
+    print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
+          f"{sum(not r['label'] for r in rows)} wrong) from {TABLE.name}")
+    t0 = time.perf_counter()
+    mv = math_verify_verdicts(rows)
+    t1 = time.perf_counter()
+    vm = verimath_verdicts(rows)
+    t2 = time.perf_counter()
+    systems = {"math-verify": mv, **{f"verimath {s}": v for s, v in vm.items()}}
+    print(agreement_table(rows, systems))
+    print(f"\n(math-verify {t1 - t0:.1f} s; verimath, all styles, {t2 - t1:.1f} s, pool start included)")
+    if args.verbose:
+        for name, verdicts in systems.items():
+            wrong = [r for r, v in zip(rows, verdicts) if v != r["label"]]
+            print(f"\n-- {name}: {len(wrong)} wrong")
+            for r in wrong:
+                print(f"   {r['id']:28s} label={r['label']!s:5s} {r['text'][:70]!r} | gold {r['gold']!r}")
+
+
+if __name__ == "__main__":
+    main()
