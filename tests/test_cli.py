@@ -80,7 +80,7 @@ def test_an_unknown_option_shows_the_subcommand_usage(capsys):
 def test_list_presets_gives_each_a_purpose(capsys):
     assert main(["train", "--list-presets"]) == 0
     lines = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
-    assert set(lines) == {"tiny", "dapo", "grpo"} and "GRPO" in lines["grpo"]
+    assert {"tiny", "dapo", "grpo"} <= set(lines) and "GRPO" in lines["grpo"]
     assert all(len(purpose) > 20 for purpose in lines.values())
 
 

@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the presets with their purpose and exit")
     parser.add_argument("--print-config", action="store_true",
                         help="print the resolved config as YAML, each field documented, and exit")
+    from verimath.trainer import estimate_cli
+
+    estimate_cli.add_arguments(parser)  # --estimate and its inputs
     parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
                         help="config overrides, e.g. algo.eps_high=0.28 optim.steps=50")
 
@@ -66,7 +69,8 @@ def resolve_config(args: argparse.Namespace, *, echo=None):
     if args.resume is not None:
         return _resolve_resume(args, echo or _stderr)
     name = args.config or "tiny"  # printing a preset's config needs none of its __requires__
-    config = load_config(name, args.overrides, check_required=not args.print_config)
+    config = load_config(name, args.overrides,
+                         check_required=not (args.print_config or args.estimate))
     run_dir = args.output_dir or config.logging.output_dir
     if run_dir is None:
         from verimath.trainer.run import new_run_dir
@@ -174,6 +178,11 @@ def main(args: argparse.Namespace) -> int:
         config, run_dir, resume = resolve_config(args)
         if args.print_config:
             print(_documented_config(config, args), end="")
+            return 0
+        if args.estimate:
+            from verimath.trainer.estimate_cli import estimate_report
+
+            print(estimate_report(config, args), end="")
             return 0
         check_paths(config)  # before anything is created on disk
         check_run_dir(run_dir, resume=resume, overwrite=args.overwrite)
