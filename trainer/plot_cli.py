@@ -2,7 +2,7 @@
 
     verimath plot runs/dapo-1 runs/grpo-1                      # against the RL step
     verimath plot runs/* --x generated_tokens --output cost.png
-    verimath plot runs/dapo-1 --keys 'eval/*' policy/entropy 'clip/*'
+    verimath plot runs/dapo-1 --keys 'eval/avg@*' policy/entropy 'clip/*'
 
 Each RUN_DIR is a training run directory (or its ``metrics.jsonl``). ``--x generated_tokens``
 puts the cumulative ``compute/generated_tokens`` (kept and discarded groups alike) on the x
@@ -88,6 +88,7 @@ def plot_runs(runs: dict[str, dict], keys: list[str], png_path: Path, *, x: str 
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.ticker import EngFormatter
     except ImportError as exc:
         raise ValueError("verimath plot needs matplotlib: pip install 'verimath[plot]'") from exc
     cols = min(len(keys), 3)
@@ -105,10 +106,12 @@ def plot_runs(runs: dict[str, dict], keys: list[str], png_path: Path, *, x: str 
                     label=label, linewidth=1.3, marker="o" if sparse else None, markersize=3)
         ax.set_title(key, fontsize=9)
         ax.set_xlabel(X_AXES[x], fontsize=8)
+        if x == "generated_tokens":
+            ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 400k, 1.2M
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     handles, labels = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(runs), 4), fontsize=8)
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 4), fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     png_path.parent.mkdir(parents=True, exist_ok=True)
