@@ -114,7 +114,7 @@ def _extract_flexible(text: str) -> str | None:
     if segment is not None:
         picked, refused = pick_answer(segment, anchored=True, find_marker=False)
         if refused or picked is not None:
-            return None if picked is None else _clean(picked)
+            return None if picked is None else _clean(final_value(picked))
     picked, _ = pick_answer(text, anchored=False)
     return None if picked is None else _clean(final_value(picked))
 

@@ -80,9 +80,25 @@ _LONE_LETTER = re.compile(
 )
 _LONE_VARIABLE = re.compile(r"\s*[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*")
 # "=", "\approx" and "\equiv" state a result ("5!=120" is a factorial, not "not equal")
-_EQUALS = re.compile(r"(?<![<>=\\])=(?!=)|\\(?:approx|equiv)(?![A-Za-z])|[≈≡]")
+_EQUALS = re.compile(
+    r"(?<![<>=\\])=(?!=)|\\(?:approx|equiv|implies|Rightarrow|Longrightarrow)(?![A-Za-z])|[≈≡⇒]"
+)
+_COMMANDS = re.compile(r"\\[A-Za-z]+")
+_EQUATION_VARIABLE = re.compile(r"(?<![A-Za-z])[xyz](?![A-Za-z])")  # as in x^2 + y^2 = 4
+_TIMES_X = re.compile(r"(?<=[0-9])\s*x\s*(?=[0-9])")  # "200 x 4/5": x is "times"
 _MODULUS = re.compile(r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\S+)|\(\s*\\mod\s*[^()]*\))\s*$")
 _RELATION = re.compile(r"[<>≤≥≠∈]|\\(?:le|ge|leq|geq|lt|gt|ne|neq|in|subset|equiv)(?![A-Za-z])")
+_DENIED_BEFORE = re.compile(
+    r"(?:\bnot|n['’]t|\bnever|\bno|\bpas|\bnicht|\bkein\w*|\bnão|\bnon|ليس|नहीं)\s+"
+    r"(?:be\s+|equal\s+to\s+|equals\s+|égale?\s+à\s+|gleich\s+)?\$*\s*$"
+    r"|(?:不是|不为|不等于|\bне)\s*\$*\s*$",
+    re.IGNORECASE,
+)
+_DENIED_AFTER = re.compile(
+    r"\$*\s*(?:is|was|are)\s+(?:not|wrong|incorrect)\b|\$*\s*(?:isn['’]t|wasn['’]t)"
+    r"|\$*\s*(?:n['’]est\s+pas|ist\s+(?:nicht|falsch)|不对|不是)",
+    re.IGNORECASE,
+)
 _NESTING = re.compile(r"\\begin\{|\\end\{|&")
 _THOUSANDS = re.compile(r",(?:\\!)?[0-9]{3}(?![0-9])")
 _VAR_VALUE = re.compile(r"([A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?)\s*=\s*([^=]+)")
@@ -112,8 +128,9 @@ def _is_currency(content: str, after: str) -> bool:
 def _delimited_spans(text: str) -> list[tuple[int, int, int, int]]:
     """``(outer_start, outer_end, inner_start, inner_end)`` of each math span, in order.
 
-    One pass over the delimiter tokens; an inline span may not hold a blank line; a
-    currency ``$`` is skipped and its partner may open the next span.
+    One pass over the delimiter tokens; a ``$`` span may not cross a line and ``\\(`` one
+    not a blank line; a currency ``$`` or one whose span would cross a line is skipped, and
+    its partner may open the next span. ``[asy]`` drawings are spans without math.
     """
     spans = []
     opener = None  # (token, start, end)
@@ -134,7 +151,8 @@ def _delimited_spans(text: str) -> list[tuple[int, int, int, int]]:
         content = text[opener[2] : match.start()]
         inline = opener[0] in ("$", "\\(")
         money = opener[0] == "$" and _is_currency(content, text[match.end() : match.end() + 1])
-        if inline and ("\n\n" in content or money):
+        broken = "\n" in content if opener[0] == "$" else "\n\n" in content
+        if inline and (broken or money):
             opener = (tok, match.start(), match.end()) if tok == "$" else None
             continue
         spans.append((opener[1], match.end(), opener[2], match.start()))
@@ -228,10 +246,20 @@ def _bare_chunks(text: str, start: int, end: int, out: list) -> None:
             continue
         _add_piece(text, piece, match.start(), out)
         piece = match.end()
+        if piece < end and text[piece].isdigit():
+            piece = _skip_digits(text, piece, end)  # "MC413551", "user2010": a name
     _add_piece(text, piece, end, out)
 
 
+def _skip_digits(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos].isdigit():
+        pos += 1
+    return pos
+
+
 def _add_piece(text: str, start: int, end: int, out: list) -> None:
+    if start > 0 and text[start - 1] == "#":  # "horse #12": a label, not a value
+        start = _skip_digits(text, start, end)
     if not _MATH_EVIDENCE.search(text, start, end):
         return
     raw = text[start:end]
@@ -338,10 +366,12 @@ def pick_answer(
 
 def _pick_last(text: str) -> tuple[str | None, bool]:
     """The last group of chunks of a whole response (a lone variable such as ``$n$`` does
-    not count when other math exists). Refused when its clause negates it or hedges with a
-    strong hedge word (``maybe``, ``perhaps``...; a plain ``or`` often means
-    "equivalently" here): the clause is the text from the chunk before it, and after it up
-    to the next chunk, within its sentence; a display block ends its sentence."""
+    not count when other math exists). Refused when it is denied right next to it (``not
+    42``, ``42 is not``, ``42 is wrong``: prose such as ``40 girls are not scouts`` denies
+    the girls, not the number) or when its clause hedges with a strong hedge word
+    (``maybe``, ``perhaps``...; a plain ``or`` often means "equivalently" here): the clause
+    is the text from the chunk before it, and after it up to the next chunk, within its
+    sentence; a display block ends its sentence."""
     every = _tail_chunks(text)
     chunks = [c for c in every if not _LONE_VARIABLE.fullmatch(c[2])] or every
     if not chunks:
@@ -354,7 +384,8 @@ def _pick_last(text: str) -> tuple[str | None, bool]:
     closed = _is_display(text, group[-1]) or _ends_sentence(text, group[-1])
     right = end if closed else min(after[:1] + [_sentence_end(text, end)])
     clause = text[left:start] + " " + text[end:right]
-    if NEGATION.search(clause) or (len(group) < len(chunks) and STRONG_HEDGE.search(clause)):
+    denied = _DENIED_BEFORE.search(text, left, start) or _DENIED_AFTER.match(text, end, right)
+    if denied or (len(group) < len(chunks) and STRONG_HEDGE.search(clause)):
         return None, True
     return _join(group), False
 
@@ -476,19 +507,22 @@ def _join(group: list[tuple[int, int, str]]) -> str:
 
 
 def final_value(math: str) -> str:
-    """The result a closing computation states: the last side of ``a = b = c`` (``c``),
-    skipping a lone variable written last (``17 = x``). Kept whole: an equation set to zero
-    (``5x - 7y + 4 = 0``) and ``a = 2, b = 3``."""
+    """The result a closing computation states: the last side of ``a = b = c`` or of
+    ``a \\implies b`` (``c``, ``b``), skipping a lone variable written last (``17 = x``).
+    Kept whole: one equation in ``x``, ``y`` or ``z`` (``x^2 + y^2 = 4``,
+    ``5x - 7y + 4 = 0``: an answer of its own; ``m + n = 17`` gives ``17``), and
+    ``a = 2, b = 3``."""
     parts = _EQUALS.split(math)
-    if len(parts) < 2 or any(_top_level_comma(p) for p in parts[:-1]):
-        return math
+    if len(parts) < 2 or any(_top_level_comma(p) for p in parts[1:-1]):
+        return math  # "a = 2, b = 3" assigns several values
     last = _MODULUS.sub("", parts[-1]).strip()
     if _LONE_VARIABLE.fullmatch(last):
         last = parts[-2].strip()
         if _LONE_VARIABLE.fullmatch(last):
             return math
-    if last == "0" and re.search(r"[A-Za-z]", parts[0]):
-        return math
+    elif len(parts) == 2 and _EQUATION_VARIABLE.search(_TIMES_X.sub("", _COMMANDS.sub("", parts[0]))):
+        if not _LONE_VARIABLE.fullmatch(parts[0]):
+            return math
     return last or math
 
 

@@ -36,7 +36,7 @@ PHRASE_KEY = re.compile(
 _L = r"(?<![^\W\d_])"  # not preceded by a letter (Latin-script words)
 ANSWER_PHRASE = re.compile(
     "|".join([
-        _L + r"answer\s*(?:is|would\s+be|should\s+be|will\s+be|=)",
+        _L + r"answer\s*(?:is|would\s+be|should\s+be|will\s+be|=|(?=\$))",
         _L + r"(?:result|solution)\s+is",
         r"答案\s*(?:应该?是|应为|應為|是|为|為|[:：=])?|结果\s*(?:是|为)|答\s*[:：]",
         _L + r"réponse(?:\s+finale)?\s*(?:est|[:=])|" + _L + r"résultat\s+est",
