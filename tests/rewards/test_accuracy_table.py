@@ -1,0 +1,54 @@
+"""The labelled accuracy table (benchmarks/data/accuracy_cases.jsonl) and verimath on it.
+
+The benchmark (``benchmarks/bench_accuracy.py``) also runs math-verify; this test runs
+verimath only, and holds it to the table: high agreement in the flexible style, no reward
+hack accepted in any style, the strict styles right on the standard formats.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_accuracy.py"
+_spec = importlib.util.spec_from_file_location("bench_accuracy", BENCH)
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+ROWS = bench.load_cases()
+
+
+def test_table_is_large_varied_and_well_formed():
+    assert len(ROWS) >= 400
+    assert len({r["id"] for r in ROWS}) == len(ROWS)
+    assert len({(r["input"], r["text"], r["gold"]) for r in ROWS}) == len(ROWS)
+    labels = Counter(r["label"] for r in ROWS)
+    assert labels[True] > 100 and labels[False] > 100
+    groups = Counter(bench.group_of(r["kind"]) for r in ROWS)
+    assert all(count >= 15 for count in groups.values()), groups
+    assert {r["input"] for r in ROWS} == {"response", "pred"}
+    assert all(r["source"].strip() for r in ROWS)
+    assert not any(r["label"] for r in ROWS if r["kind"] == "reward_hack")
+
+
+def test_load_cases_names_the_bad_line(tmp_path):
+    bad = tmp_path / "cases.jsonl"
+    bad.write_text('{"id": "a", "kind": "k", "source": "s", "input": "pred", "text": "1", '
+                   '"gold": "1", "label": "yes"}\n')
+    with pytest.raises(ValueError, match="line 1: field 'label'"):
+        bench.load_cases(bad)
+
+
+@pytest.mark.slow
+def test_verimath_agrees_with_the_labels_and_accepts_no_hack():
+    verdicts = bench.verimath_verdicts(ROWS)
+    agree = {style: sum(v == r["label"] for v, r in zip(got, ROWS)) / len(ROWS)
+             for style, got in verdicts.items()}
+    assert agree["flexible"] >= 0.97, agree
+    for style, got in verdicts.items():
+        hacks = [r["id"] for v, r in zip(got, ROWS) if v and r["kind"] == "reward_hack"]
+        assert hacks == [], f"{style} accepted {hacks}"
+    standard = [(v, r["label"]) for v, r in zip(verdicts["auto"], ROWS) if r["kind"] == "standard_format"]
+    assert all(v == label for v, label in standard)
