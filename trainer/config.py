@@ -95,8 +95,9 @@ class DataConfig:
 @dataclass(frozen=True)
 class RolloutConfig:
     engine: str = "hf"
-    """Rollout engine: ``hf`` (transformers ``generate``); ``vllm`` is reserved for the vLLM
-    engine (not available yet: choosing it is an error)."""
+    """Rollout engine: ``hf`` (transformers ``generate`` on the policy itself) or ``vllm``
+    (a vLLM engine in the same process, weights pushed after every update; needs
+    ``verimath[vllm]``)."""
     gen_prompts: int = 32
     """Problems per generation round (each gets ``group_size`` responses)."""
     group_size: int = 16
@@ -109,7 +110,18 @@ class RolloutConfig:
     """Hard cap on response length; a response that reaches it without EOS is truncated."""
     batch_size: int = 0
     """Sequences per ``generate`` call (prompt copies included); 0 means a whole round (or
-    evaluation batch) at once. Lower it when generation runs out of memory."""
+    evaluation batch) at once. Lower it when generation runs out of memory (HF engine)."""
+    vllm_gpu_memory_utilization: float = 0.4
+    """vLLM: fraction of GPU memory for its weights and KV cache (the trainer shares the GPU)."""
+    vllm_tensor_parallel_size: int = 1
+    """vLLM: GPUs one engine shards the model over."""
+    vllm_enable_sleep_mode: bool = False
+    """vLLM: release the engine's weights and KV cache during the update (woken weights
+    first, then the KV cache)."""
+    vllm_max_model_len: int | None = None
+    """vLLM: longest prompt + response it plans for; None: the model config's limit."""
+    vllm_enforce_eager: bool = False
+    """vLLM: no CUDA graphs (slower decoding, faster start, less memory)."""
 
     def __post_init__(self) -> None:
         _require(self.engine in ("hf", "vllm"), f"rollout.engine must be hf or vllm, got {self.engine!r}")
@@ -122,6 +134,14 @@ class RolloutConfig:
         _require(self.max_new_tokens >= 1,
                  f"rollout.max_new_tokens must be >= 1, got {self.max_new_tokens}")
         _require(self.batch_size >= 0, f"rollout.batch_size must be >= 0, got {self.batch_size}")
+        _require(0 < self.vllm_gpu_memory_utilization <= 1,
+                 "rollout.vllm_gpu_memory_utilization must be in (0, 1], got "
+                 f"{self.vllm_gpu_memory_utilization}")
+        _require(self.vllm_tensor_parallel_size >= 1,
+                 f"rollout.vllm_tensor_parallel_size must be >= 1, got "
+                 f"{self.vllm_tensor_parallel_size}")
+        _require(self.vllm_max_model_len is None or self.vllm_max_model_len >= 2,
+                 f"rollout.vllm_max_model_len must be >= 2 or null, got {self.vllm_max_model_len}")
 
 
 @dataclass(frozen=True)
@@ -172,14 +192,38 @@ class AlgoConfig:
     """Groups trained on per step."""
     max_gen_rounds: int = 4
     """Cap on generation rounds per step; at the cap the step trains on what it has."""
+    adaptive_rounds: bool = True
+    """Size each generation round after the first to what is missing: ``round_margin x
+    missing / informative rate`` prompts (at least ``min_round_prompts``, at most
+    ``rollout.gen_prompts``); off, every round generates ``rollout.gen_prompts`` prompts."""
+    round_margin: float = 1.25
+    """Safety factor of adaptive rounds (1.0 asks for exactly the expected number)."""
+    min_round_prompts: int = 4
+    """Smallest adaptive round, so that the engine still gets a useful batch."""
+    max_staleness: int = 1
+    """Informative groups beyond ``train_prompts`` are kept and trained on at a later step,
+    at most this many steps after they were generated (their ratio is taken against the
+    policy that sampled them); 0 discards them (the paper's behaviour)."""
     token_level_loss: bool = True
     """Token-mean aggregation over the whole step; off is GRPO's mean of per-response means."""
+    loss_aggregation: str | None = None
+    """Name of the loss aggregation (``token-mean``, ``seq-mean-token-mean``,
+    ``seq-mean-token-sum-norm`` as in Dr. GRPO, or a registered one); None follows
+    ``token_level_loss``."""
+    policy_loss: str = "clip"
+    """Name of the per-token policy loss: ``clip`` (PPO's clipped surrogate, with
+    clip-higher and the dual clip) or ``cispo`` (clipped importance weight, every token keeps
+    a gradient), or a registered one."""
     overlong_filtering: bool = True
     """Truncated responses get a zero loss mask."""
     ppo_epochs: int = 1
     """Passes over each step's rollouts."""
     mini_batch_prompts: int = 32
     """Groups per optimizer update; ``train_prompts / mini_batch_prompts`` updates per epoch."""
+    mini_batch_by: str = "sequence"
+    """How mini-batches are formed: ``sequence`` shuffles the sequences of all groups (each
+    update sees samples of every prompt, as TRL does), ``group`` keeps whole groups
+    together (``mini_batch_prompts`` groups per update). Advantages are per group either way."""
     micro_batch_size: int = 64
     """Sequences per forward/backward (gradient accumulation, exact global token count)."""
     logprob_chunk_size: int = 1024
@@ -195,6 +239,10 @@ class AlgoConfig:
     kl_coef: float = 0.0
     """Coefficient of a KL penalty to the initial model; 0 (DAPO's default) keeps no
     reference model."""
+    rollout_is_cap: float = 0.0
+    """Truncated importance sampling against the rollout engine: weight each token's loss by
+    ``min(pi_old / pi_engine, cap)``, correcting for an engine (vLLM) whose sampling
+    distribution differs slightly from the trainer's; 0 disables it (e.g. 2.0 when on)."""
 
     def __post_init__(self) -> None:
         _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")
@@ -215,11 +263,40 @@ class AlgoConfig:
                  f"{self.logprob_chunk_size}")
         _require(self.adv_eps >= 0, f"algo.adv_eps must be >= 0, got {self.adv_eps}")
         _require(self.kl_coef >= 0, f"algo.kl_coef must be >= 0, got {self.kl_coef}")
+        _require(self.mini_batch_by in ("sequence", "group"),
+                 f"algo.mini_batch_by must be sequence or group, got {self.mini_batch_by!r}")
+        _require(self.round_margin >= 1,
+                 f"algo.round_margin must be >= 1, got {self.round_margin}")
+        _require(self.min_round_prompts >= 1,
+                 f"algo.min_round_prompts must be >= 1, got {self.min_round_prompts}")
+        _require(self.max_staleness >= 0,
+                 f"algo.max_staleness must be >= 0, got {self.max_staleness}")
+        _require(self.rollout_is_cap == 0 or self.rollout_is_cap >= 1,
+                 f"algo.rollout_is_cap must be 0 (off) or >= 1, got {self.rollout_is_cap}")
+        from verimath.trainer.aggregation import AGGREGATIONS
+        from verimath.trainer.loss import POLICY_LOSSES
+
+        _require(self.loss_aggregation is None or self.loss_aggregation in AGGREGATIONS,
+                 f"algo.loss_aggregation must be null or one of {', '.join(AGGREGATIONS)}, "
+                 f"got {self.loss_aggregation!r}")
+        _require(self.policy_loss in POLICY_LOSSES,
+                 f"algo.policy_loss must be one of {', '.join(POLICY_LOSSES)}, "
+                 f"got {self.policy_loss!r}")
+        _require(self.dual_clip is None or self.policy_loss == "clip",
+                 "algo.dual_clip applies to algo.policy_loss=clip only; set it to null")
 
     @property
     def clip_range(self) -> tuple[float, float]:
         """``(eps_low, eps_high)`` actually used by the loss."""
         return self.eps_low, (self.eps_high if self.clip_higher else self.eps_low)
+
+    @property
+    def aggregation(self) -> str:
+        """The aggregation actually used: ``loss_aggregation``, else ``token-mean`` with
+        ``token_level_loss`` (DAPO) and ``seq-mean-token-mean`` without (GRPO)."""
+        if self.loss_aggregation is not None:
+            return self.loss_aggregation
+        return "token-mean" if self.token_level_loss else "seq-mean-token-mean"
 
 
 @dataclass(frozen=True)
@@ -266,6 +343,9 @@ class WarmstartConfig:
     noise: float = 0.0
     """Fraction of targets given a wrong integer answer (gold + one of -10, -1, +1, +10), so
     that the model starts RL right only part of the time when sampling."""
+    pretrained: bool = False
+    """Also run the warm start on a model loaded from ``model.path``; off (the default), such
+    a model starts RL as given and the warm start applies to the built tiny model only."""
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"warmstart.steps must be >= 0, got {self.steps}")

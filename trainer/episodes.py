@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from verimath.envs import (
+    GroupVectorEnv,
     MathEnv,
     Problem,
     format_prompt,
@@ -42,6 +43,38 @@ class Group:
     """``(G,)`` bool."""
     truncated: np.ndarray
     """``(G,)`` bool: cut off at ``max_new_tokens``."""
+    logprobs: list[np.ndarray] | None = None
+    """Per response, the rollout engine's log-prob of each sampled token (None when the
+    engine gives none)."""
+    step: int | None = None
+    """The RL step whose rollouts generated the group (set by the step)."""
+    old_logprobs: list[np.ndarray] | None = None
+    """Per response, the log-probs of the policy that sampled it, for a group trained at a
+    later step (kept from a surplus); None for a group trained when it was generated."""
+
+    def to_dict(self) -> dict:
+        """Plain lists and numbers (JSON), for checkpoints."""
+        def arrays(values):
+            return None if values is None else [np.asarray(v).tolist() for v in values]
+
+        return {"problem_id": self.problem_id, "prompt_ids": [int(t) for t in self.prompt_ids],
+                "response_ids": [[int(t) for t in r] for r in self.response_ids],
+                "rewards": self.rewards.tolist(), "correct": self.correct.tolist(),
+                "truncated": self.truncated.tolist(), "logprobs": arrays(self.logprobs),
+                "step": self.step, "old_logprobs": arrays(self.old_logprobs)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Group:
+        def arrays(values):
+            return None if values is None else [np.asarray(v, dtype=np.float32) for v in values]
+
+        return cls(problem_id=d["problem_id"], prompt_ids=list(d["prompt_ids"]),
+                   response_ids=[list(r) for r in d["response_ids"]],
+                   rewards=np.asarray(d["rewards"], dtype=np.float64),
+                   correct=np.asarray(d["correct"], dtype=bool),
+                   truncated=np.asarray(d["truncated"], dtype=bool),
+                   logprobs=arrays(d["logprobs"]), step=d["step"],
+                   old_logprobs=arrays(d["old_logprobs"]))
 
 
 @dataclass
@@ -132,6 +165,7 @@ class EpisodeSource:
         generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
         source = {"path": train_file} if train_file else {"generator": generator, "level": level}
         self.env = _group_env(num_problems, group_size, source, template, reward_kwargs)
+        self._sized: dict[int, GroupVectorEnv] = {}
         self.tokenizer, self.engine, self.params = tokenizer, engine, params
         self.group_size, self.seed = group_size, seed
         self.use_chat_template = use_chat_template
@@ -139,29 +173,34 @@ class EpisodeSource:
         self.stats = RoundStats()
 
     def state_dict(self) -> dict:
-        """Position in the problem stream (enough to continue it after a resume): the next
-        item of a procedural stream, or the epoch order and position in a problems file."""
-        src = self.env.math_env.source
-        order = getattr(src, "order", None)
-        return {"started": self.started, "index": getattr(src, "index", None),
-                "stream_seed": getattr(src, "stream_seed", None),
-                "order": None if order is None else [int(i) for i in order],
-                "pos": getattr(src, "pos", None)}
+        """Where the problem stream is (the group env's cursor and RNG state), enough to pose
+        the same problems after a resume as an uninterrupted run would."""
+        return {"started": self.started, "env": self.env.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        if not state.get("started"):
-            return
-        self.env.reset(seed=self.seed)  # restart the stream, then jump to the saved position
-        self.started = True
-        src = self.env.math_env.source
-        if state.get("index") is not None and hasattr(src, "index"):
-            src.index = int(state["index"])
-        if state.get("order") is not None and hasattr(src, "order"):
-            src.order, src.pos = np.asarray(state["order"], dtype=np.int64), int(state["pos"])
+        if "env" not in state:
+            raise ValueError("the episode state holds no 'env' entry: it was saved by an older "
+                             "verimath; start a new run")
+        self.started = bool(state["started"])
+        if self.started:
+            self.env.load_state_dict(state["env"])
 
-    def next_round(self, round_index: int) -> tuple[list[Group], np.ndarray]:
-        """One generation round; returns ``(groups, correct (P, G))`` for the sampler."""
-        prompts, _ = self.env.reset(seed=None if self.started else self.seed)
+    def round_env(self, num_prompts: int | None):
+        """The group env posing ``num_prompts`` problems per reset (default: the full round).
+        Every size wraps the same single-problem env, so they share one problem stream (its
+        cursor and RNG) and ``state_dict`` covers them all."""
+        if num_prompts is None or num_prompts == self.env.num_problems:
+            return self.env
+        if num_prompts not in self._sized:
+            self._sized[num_prompts] = GroupVectorEnv(self.env.env, num_prompts, self.group_size)
+        return self._sized[num_prompts]
+
+    def next_round(self, round_index: int, num_prompts: int | None = None
+                   ) -> tuple[list[Group], np.ndarray]:
+        """One generation round of ``num_prompts`` problems (default: ``num_problems``);
+        returns ``(groups, correct (P, G))`` for the sampler."""
+        env = self.round_env(num_prompts)
+        prompts, _ = env.reset(seed=None if self.started else self.seed)
         self.started = True
         unique = list(prompts[:: self.group_size])  # (P,)
         prompt_ids = build_prompt_ids(self.tokenizer, unique,
@@ -169,16 +208,18 @@ class EpisodeSource:
         t0 = time.perf_counter()
         out = self.engine.generate(prompt_ids, self.params, n=self.group_size)
         t1 = time.perf_counter()
-        _, rewards, _, _, info = self.env.step(out.texts, lengths=out.lengths)
+        _, rewards, _, _, info = env.step(out.texts, lengths=out.lengths)
         t2 = time.perf_counter()
         self._account(out, info["correct"], t1 - t0, t2 - t1)
         g = self.group_size
         correct = np.asarray(info["correct"], dtype=bool).reshape(-1, g)  # (P, G)
+        behaviour = getattr(out, "logprobs", None)
         groups = [
             Group(problem_id=str(info["id"][i * g]), prompt_ids=prompt_ids[i],
                   response_ids=out.response_ids[i * g:(i + 1) * g],
                   rewards=np.asarray(rewards[i * g:(i + 1) * g], dtype=np.float64),
-                  correct=correct[i], truncated=out.truncated[i * g:(i + 1) * g])
+                  correct=correct[i], truncated=out.truncated[i * g:(i + 1) * g],
+                  logprobs=None if behaviour is None else behaviour[i * g:(i + 1) * g])
             for i in range(len(unique))
         ]
         return groups, correct
@@ -202,6 +243,7 @@ class EpisodeSource:
         if self.env is not None:
             self.env.close()
             self.env = None
+            self._sized.clear()
 
     def __enter__(self) -> EpisodeSource:
         return self

@@ -73,7 +73,7 @@ def resolve_config(args: argparse.Namespace, *, echo=None):
                          check_required=not (args.print_config or args.estimate))
     run_dir = args.output_dir or config.logging.output_dir
     if run_dir is None:
-        from verimath.trainer.run import new_run_dir
+        from verimath.trainer.train import new_run_dir
 
         run_dir = new_run_dir("runs", Path(name).stem)
     return config, Path(run_dir), None
@@ -206,8 +206,8 @@ def _documented_config(config, args: argparse.Namespace) -> str:
 
 
 def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool) -> int:
-    from verimath.trainer.loop import train
-    from verimath.trainer.run import Run
+    from verimath.trainer.state import open_state
+    from verimath.trainer.train import train
 
     if not config.logging.progress:  # also silence transformers' load/save bars
         from transformers.utils import logging as hf_logging
@@ -218,16 +218,16 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool) -> in
             _stderr(f"--overwrite: deleting the run in {run_dir}")
             shutil.rmtree(run_dir)
         _stderr(f"run directory {run_dir}")
-        run = Run(config, run_dir=run_dir, resume=resume)
+        state = open_state(config, run_dir, resume=resume)
     except (ValueError, FileNotFoundError) as exc:  # bad model dir, data file, checkpoint
         _stderr(f"error: {exc}")
         return 2
     except KeyboardInterrupt:  # during the warm start or the first evaluation
         print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
         return 130
-    with run:
+    with state:
         try:
-            train(run)
+            train(state)
         except KeyboardInterrupt:  # Ctrl-C: the checkpoints on disk are complete, say which
             print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
             return 130

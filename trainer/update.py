@@ -1,14 +1,9 @@
-"""From kept groups to optimizer updates: batch building, old log-probs, the update epochs.
+"""One optimizer update on a mini-batch, with exact token-level normalization.
 
-Shapes: ``N`` sequences (kept groups x G), ``S`` packed length (prompt + response),
-``S - 1`` next-token positions. The loss mask is 1 on response tokens only (EOS included),
-zeroed for truncated responses when overlong filtering is on.
-
-Exact token-level normalization under gradient accumulation: for each mini-batch the
-number of loss tokens ``n_tok`` (and responses ``n_seq``) is counted over the whole
-mini-batch first; every micro-batch loss is divided by that global count and the
+For each mini-batch the number of loss tokens ``N`` (and responses ``S``) is counted over
+the whole mini-batch first; every micro-batch loss is divided by that global count and the
 micro-batch gradients add up, so the update equals the one computed on the mini-batch in
-one piece, however it is split.
+one piece, however it is split into micro-batches.
 """
 
 from __future__ import annotations
@@ -17,117 +12,79 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verimath.trainer.advantages import group_advantages
-from verimath.trainer.episodes import Group
-from verimath.trainer.loss import dapo_policy_loss, kl_penalty, overlong_filter_mask
-from verimath.trainer.rollout import pack_sequences, token_logprobs
+from verimath.trainer.batch import TrainBatch, trimmed
+from verimath.trainer.logprobs import token_logprobs
+from verimath.trainer.loss import dapo_policy_loss, kl_penalty
 
-
-@dataclass
-class TrainBatch:
-    """All sequences of one RL step, on the training device."""
-
-    input_ids: torch.Tensor  # (N, S)
-    attention_mask: torch.Tensor  # (N, S)
-    mask: torch.Tensor  # (N, S-1) float, loss tokens
-    adv: torch.Tensor  # (N,)
-    group: np.ndarray  # (N,) index of the group each sequence belongs to
-    old_logp: torch.Tensor | None = None  # (N, S-1)
-    ref_logp: torch.Tensor | None = None  # (N, S-1)
-
-    def __len__(self) -> int:
-        return int(self.input_ids.shape[0])
-
-
-def make_train_batch(groups: list[Group], *, pad_id: int, adv_eps: float,
-                     overlong_filtering: bool, device) -> TrainBatch:
-    """Advantages per group (``(P, G)``, see ``group_advantages``), then packed sequences."""
-    rewards = np.stack([g.rewards for g in groups])  # (P, G)
-    adv = group_advantages(rewards, eps=adv_eps).reshape(-1)  # (P*G,)
-    prompts = [g.prompt_ids for g in groups for _ in g.response_ids]
-    responses = [r for g in groups for r in g.response_ids]
-    truncated = torch.from_numpy(np.concatenate([g.truncated for g in groups]))  # (N,)
-    ids, attention, mask = pack_sequences(prompts, responses, pad_id=pad_id)
-    mask = overlong_filter_mask(mask, truncated, enabled=overlong_filtering)
-    group = np.repeat(np.arange(len(groups)), [len(g.response_ids) for g in groups])
-    return TrainBatch(ids.to(device), attention.to(device), mask.to(device),
-                      torch.tensor(adv, dtype=torch.float32, device=device), group)
-
-
-def _trimmed(batch: TrainBatch, rows) -> tuple[torch.Tensor, torch.Tensor, slice]:
-    """Rows of the batch cut to their longest sequence (less padding per micro-batch)."""
-    width = int(batch.attention_mask[rows].sum(dim=1).max())
-    return batch.input_ids[rows, :width], batch.attention_mask[rows, :width], slice(0, width - 1)
-
-
-@torch.no_grad()
-def sequence_logprobs(model, batch: TrainBatch, *, micro_batch_size: int,
-                      temperature: float, chunk_size: int = 0) -> torch.Tensor:
-    """Log-probs ``(N, S-1)`` of the batch under ``model`` (old policy or reference), on the
-    loss tokens only (0 elsewhere); ``chunk_size`` as in ``token_logprobs``."""
-    out = torch.zeros_like(batch.mask)
-    for start in range(0, len(batch), micro_batch_size):
-        rows = torch.arange(start, min(start + micro_batch_size, len(batch)))
-        ids, attention, cols = _trimmed(batch, rows)
-        out[rows, cols] = token_logprobs(model, ids, attention, temperature=temperature,
-                                         chunk_size=chunk_size,
-                                         positions=batch.mask[rows, cols]).float()
-    return out
-
-
-def mini_batches(num_groups: int, groups_per_batch: int, rng: np.random.Generator) -> list:
-    """A shuffled partition of group indices into mini-batches of ``groups_per_batch``."""
-    order = rng.permutation(num_groups)
-    return [order[i:i + groups_per_batch] for i in range(0, num_groups, groups_per_batch)]
+TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "policy/approx_kl")
 
 
 @dataclass(frozen=True)
 class LossSettings:
-    """The loss switches, unpacked from the config by the loop."""
+    """The loss switches, unpacked from the config by the step."""
 
     eps_low: float
     eps_high: float
+    """``eps_high > eps_low`` is DAPO's clip-higher."""
     dual_clip: float | None
     aggregation: str
+    """A name of ``verimath.trainer.aggregation.AGGREGATIONS``; ``token-mean`` is DAPO's."""
     kl_coef: float
     temperature: float
     chunk_size: int = 0
     """Positions per output-head chunk in ``token_logprobs``; 0 computes full logits."""
+    policy_loss: str = "clip"
+    """A name of ``verimath.trainer.loss.POLICY_LOSSES``."""
+    horizon: int | None = None
+    """The constant of the ``seq-mean-token-sum-norm`` aggregation (``max_new_tokens``)."""
+    rollout_is_cap: float = 0.0
+    """Truncated importance sampling against the rollout engine: each token's loss is
+    weighted by ``min(pi_old / pi_engine, cap)``; 0 disables it."""
 
 
-def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, group_ids,
+def is_weights(batch: TrainBatch, rows, cols, cap: float) -> torch.Tensor | None:
+    """Truncated importance weights ``min(exp(old_logp - behaviour_logp), cap)`` ``(m, w-1)``
+    for rollouts sampled by an engine whose log-probs differ from the trainer's."""
+    if cap <= 0 or batch.behaviour_logp is None:
+        return None
+    log_w = batch.old_logp[rows, cols] - batch.behaviour_logp[rows, cols]
+    return torch.exp(log_w.clamp(max=float(np.log(cap))))
+
+
+def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: np.ndarray,
                          *, settings: LossSettings, micro_batch_size: int,
                          grad_clip: float) -> dict[str, float]:
-    """One optimizer update on the sequences of ``group_ids`` (gradient accumulation)."""
-    rows_all = torch.from_numpy(np.flatnonzero(np.isin(batch.group, group_ids)))
+    """One optimizer update on the sequences ``rows`` (gradient accumulation)."""
+    rows_all = torch.from_numpy(np.asarray(rows, dtype=np.int64))
     mask = batch.mask[rows_all]  # (n, S-1)
     num_tokens = float(mask.sum())
     num_sequences = float((mask.sum(dim=1) > 0).sum())
+    counts = {"num_tokens": num_tokens, "num_sequences": num_sequences,
+              "aggregation": settings.aggregation, "horizon": settings.horizon}
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
     for start in range(0, len(rows_all), micro_batch_size):
         rows = rows_all[start:start + micro_batch_size]
-        ids, attention, cols = _trimmed(batch, rows)
+        ids, attention, cols = trimmed(batch, rows)
         m = batch.mask[rows, cols]  # (m, w-1)
         logp, entropy = token_logprobs(model, ids, attention, temperature=settings.temperature,
                                        with_entropy=True, chunk_size=settings.chunk_size,
                                        positions=m)  # (m, w-1) each
         loss, metrics = dapo_policy_loss(
-            logp, batch.old_logp[rows, cols], batch.adv[rows], m,
-            eps_low=settings.eps_low, eps_high=settings.eps_high, dual_clip=settings.dual_clip,
-            aggregation=settings.aggregation, num_tokens=num_tokens, num_sequences=num_sequences)
+            logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
+            eps_high=settings.eps_high, dual_clip=settings.dual_clip,
+            policy_loss=settings.policy_loss,
+            is_weights=is_weights(batch, rows, cols, settings.rollout_is_cap), **counts)
         if settings.kl_coef > 0:
-            kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, aggregation=settings.aggregation,
-                            num_tokens=num_tokens, num_sequences=num_sequences)
+            kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, **counts)
             loss = loss + settings.kl_coef * kl
-            sums["loss/kl"] = sums.get("loss/kl", 0.0) + float(kl.detach())
+            _add(sums, "loss/kl", float(kl.detach()))
         loss.backward()
+        _add(sums, "loss/policy", metrics["loss/policy"])
         n = metrics["policy/tokens"]
-        sums["loss/policy"] = sums.get("loss/policy", 0.0) + metrics["loss/policy"]
-        for key in ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "policy/approx_kl"):
-            sums[key] = sums.get(key, 0.0) + metrics[key] * n / max(num_tokens, 1.0)
-        sums["policy/entropy"] = sums.get("policy/entropy", 0.0) + float(
-            (entropy.detach() * m).sum()) / max(num_tokens, 1.0)
+        for key in TOKEN_WEIGHTED:
+            _add(sums, key, metrics[key] * n / max(num_tokens, 1.0))
+        _add(sums, "policy/entropy", float((entropy.detach() * m).sum()) / max(num_tokens, 1.0))
     params = [p for p in model.parameters() if p.requires_grad]
     norm = torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else float("inf"))
     sums["optim/grad_norm"] = float(norm)
@@ -136,6 +93,10 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, group_i
     scheduler.step()
     sums["compute/trained_tokens"] = num_tokens
     return sums
+
+
+def _add(sums: dict[str, float], key: str, value: float) -> None:
+    sums[key] = sums.get(key, 0.0) + value
 
 
 def mean_metrics(records: list[dict[str, float]]) -> dict[str, float]:

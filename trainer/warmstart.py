@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from verimath.envs import generate
 from verimath.trainer.episodes import ExcludingGenerator, build_prompt_ids, format_prompts
-from verimath.trainer.rollout import pack_sequences, token_logprobs
+from verimath.trainer.logprobs import pack_sequences, token_logprobs
 
 NOISE_OFFSETS = (-10, -1, 1, 10)
 

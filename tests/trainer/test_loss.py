@@ -10,17 +10,17 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from verimath.trainer.logprobs import entropy_from_logits, logprobs_from_logits
 from verimath.trainer.loss import (
     aggregate_loss,
     dapo_policy_loss,
-    entropy_from_logits,
     kl_penalty,
     overlong_filter_mask,
-    token_logprobs,
 )
 
 F64 = torch.float64
-AGGS = ("token-mean", "seq-mean-token-mean")
+AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+HORIZON = 9  # the constant of seq-mean-token-sum-norm (Dr. GRPO), >= any T drawn below
 
 
 # Zero, or large enough that products with ratios and 1/N never underflow.
@@ -56,13 +56,15 @@ clip_options = st.fixed_dictionaries(
 
 
 def loss_and_grad(batch, **kw):
+    kw.setdefault("horizon", HORIZON)
     logp = batch["logp"].clone().requires_grad_(True)
     loss, metrics = dapo_policy_loss(logp, batch["old_logp"], batch["adv"], batch["mask"], **kw)
     (grad,) = torch.autograd.grad(loss, logp, allow_unused=True)
     return loss.detach(), torch.zeros_like(logp) if grad is None else grad, metrics
 
 
-def reference_loss(batch, *, eps_low=0.2, eps_high=0.28, dual_clip=None, aggregation="token-mean"):
+def reference_loss(batch, *, eps_low=0.2, eps_high=0.28, dual_clip=None, aggregation="token-mean",
+                   policy_loss="clip"):
     """Plain Python loops over floats: the formulas of the module docstring."""
     logp, old = batch["logp"].tolist(), batch["old_logp"].tolist()
     adv, mask = batch["adv"].tolist(), batch["mask"].tolist()
@@ -75,7 +77,7 @@ def reference_loss(batch, *, eps_low=0.2, eps_high=0.28, dual_clip=None, aggrega
             a = adv[i][t] if isinstance(adv[i], list) else adv[i]
             r = math.exp(logp[i][t] - old[i][t])
             clipped_r = min(max(r, 1 - eps_low), 1 + eps_high)
-            term = -min(r * a, clipped_r * a)
+            term = -min(r * a, clipped_r * a) if policy_loss == "clip" else -a * clipped_r
             if dual_clip is not None and a < 0:
                 term = min(term, -dual_clip * a)
             s, n = s + term, n + 1
@@ -83,6 +85,8 @@ def reference_loss(batch, *, eps_low=0.2, eps_high=0.28, dual_clip=None, aggrega
         row_counts.append(n)
     if aggregation == "token-mean":
         return sum(row_sums) / max(sum(row_counts), 1)
+    if aggregation == "seq-mean-token-sum-norm":
+        return sum(row_sums) / (max(sum(n > 0 for n in row_counts), 1) * HORIZON)
     means = [s / n for s, n in zip(row_sums, row_counts) if n > 0]
     return sum(means) / max(len(means), 1)
 
@@ -129,6 +133,58 @@ def test_token_level_weighs_long_responses_more():
     tok, _ = dapo_policy_loss(logp, logp, adv, mask)
     seq, _ = dapo_policy_loss(logp, logp, adv, mask, aggregation="seq-mean-token-mean")
     assert tok.item() == pytest.approx(0.5) and seq.item() == pytest.approx(0.0)
+
+
+def test_dr_grpo_divides_token_sums_by_a_constant_horizon():
+    # lengths 1 and 3, A = +1 and -1, on-policy: token sums -1 and +3 over S * H = 2 * 10
+    mask = torch.tensor([[1, 0, 0], [1, 1, 1]], dtype=torch.bool)
+    logp = torch.zeros(2, 3, dtype=F64)
+    adv = torch.tensor([1.0, -1.0], dtype=F64)
+    loss, _ = dapo_policy_loss(logp, logp, adv, mask, aggregation="seq-mean-token-sum-norm",
+                               horizon=10)
+    assert loss.item() == pytest.approx((-1 + 3) / 20)
+    with pytest.raises(ValueError, match="horizon"):
+        dapo_policy_loss(logp, logp, adv, mask, aggregation="seq-mean-token-sum-norm")
+
+
+def test_cispo_by_hand_keeps_the_gradient_of_clipped_tokens():
+    # r = e^1 = 2.718 > 1.28 with A = +2: clip's gradient is 0, CISPO's is -A * w = -2 * 1.28
+    logp = torch.ones(1, 1, dtype=F64, requires_grad=True)
+    loss, m = dapo_policy_loss(logp, torch.zeros(1, 1, dtype=F64), torch.tensor([2.0], dtype=F64),
+                               torch.ones(1, 1), policy_loss="cispo")
+    assert loss.item() == pytest.approx(-2.0 * 1.28) and m["clip/frac_high"] == 1.0
+    loss.backward()
+    assert logp.grad.item() == pytest.approx(-2.0 * 1.28)
+    with pytest.raises(ValueError, match="policy_loss"):
+        dapo_policy_loss(logp, logp, torch.ones(1), torch.ones(1, 1), policy_loss="ppo2")
+
+
+@settings(deadline=None)
+@given(batches(), clip_options, st.sampled_from(AGGS))
+def test_cispo_matches_plain_loop_and_every_live_token_has_a_gradient(batch, clip, aggregation):
+    clip = {**clip, "dual_clip": None}
+    loss, grad, _ = loss_and_grad(batch, aggregation=aggregation, policy_loss="cispo", **clip)
+    expected = reference_loss(batch, aggregation=aggregation, policy_loss="cispo", **clip)
+    assert loss.item() == pytest.approx(expected, rel=1e-10, abs=1e-12)
+    adv = batch["adv"] if batch["adv"].dim() == 2 else batch["adv"][:, None].expand_as(grad)
+    live = batch["mask"] & (adv != 0)
+    assert (grad[live] != 0).all() and (grad[~batch["mask"]] == 0).all()
+
+
+def test_a_registered_aggregation_is_used_by_name():
+    from verimath.trainer.aggregation import AGGREGATIONS, register_aggregation
+
+    @register_aggregation("test-sum")
+    def _sum(masked, m, **_):
+        return masked.sum()
+
+    try:
+        logp = torch.zeros(1, 2, dtype=F64)
+        loss, _ = dapo_policy_loss(logp, logp, torch.tensor([1.0], dtype=F64),
+                                   torch.ones(1, 2), aggregation="test-sum")
+        assert loss.item() == -2.0
+    finally:
+        del AGGREGATIONS["test-sum"]
 
 
 def test_empty_mask_gives_zero_loss_and_zero_grad():
@@ -304,7 +360,7 @@ def test_kl_penalty_by_hand():
 @settings(deadline=None)
 @given(batches(), st.sampled_from(AGGS))
 def test_kl_penalty_is_non_negative_and_zero_on_reference(batch, aggregation):
-    kw = {"aggregation": aggregation}
+    kw = {"aggregation": aggregation, "horizon": HORIZON}
     assert kl_penalty(batch["logp"], batch["old_logp"], batch["mask"], **kw).item() >= 0
     assert kl_penalty(batch["logp"], batch["logp"], batch["mask"], **kw).item() == 0
 
@@ -349,9 +405,9 @@ def test_aggregate_ignores_garbage_under_the_mask(batch, aggregation):
     values = (batch["logp"] - batch["old_logp"]).requires_grad_(True)
     garbage = values.detach().masked_fill(~batch["mask"], float("nan"))
     garbage = garbage.masked_fill(~batch["mask"] & (batch["logp"] < -3), float("inf"))
-    clean = aggregate_loss(values, batch["mask"], aggregation=aggregation)
+    clean = aggregate_loss(values, batch["mask"], aggregation=aggregation, horizon=HORIZON)
     dirty_in = garbage.clone().requires_grad_(True)
-    dirty = aggregate_loss(dirty_in, batch["mask"], aggregation=aggregation)
+    dirty = aggregate_loss(dirty_in, batch["mask"], aggregation=aggregation, horizon=HORIZON)
     assert dirty.item() == pytest.approx(clean.item(), rel=1e-12, abs=1e-15)
     dirty.backward()
     assert torch.isfinite(dirty_in.grad).all() and (dirty_in.grad[~batch["mask"]] == 0).all()
@@ -375,21 +431,21 @@ def test_entropy_chunks_agree_with_one_pass():
     ),
     st.data(),
 )
-def test_token_logprobs_match_log_softmax(logits, data):
+def test_logprobs_from_logits_match_log_softmax(logits, data):
     v = logits.shape[-1]
     tokens = data.draw(hnp.arrays(np.int64, logits.shape[:-1], elements=st.integers(0, v - 1)))
     z, ids = torch.tensor(logits), torch.tensor(tokens)
     expected = torch.log_softmax(z, dim=-1).gather(-1, ids[..., None])[..., 0]
-    torch.testing.assert_close(token_logprobs(z, ids), expected, rtol=1e-12, atol=1e-12)
-    assert (token_logprobs(z, ids) <= 1e-12).all()
+    torch.testing.assert_close(logprobs_from_logits(z, ids), expected, rtol=1e-12, atol=1e-12)
+    assert (logprobs_from_logits(z, ids) <= 1e-12).all()
 
 
-def test_token_logprobs_shape_error_and_bf16():
+def test_logprobs_from_logits_shape_error_and_bf16():
     with pytest.raises(ValueError, match="disagree"):
-        token_logprobs(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+        logprobs_from_logits(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
     z = torch.randn(2, 3, 7).to(torch.bfloat16)
     ids = torch.randint(0, 7, (2, 3))
-    out = token_logprobs(z, ids)
+    out = logprobs_from_logits(z, ids)
     assert out.dtype == torch.float32
     torch.testing.assert_close(
         out, torch.log_softmax(z.float(), -1).gather(-1, ids[..., None])[..., 0]

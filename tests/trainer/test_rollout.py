@@ -7,13 +7,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from verimath.trainer.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.rollout import (
     HFRolloutEngine,
     RolloutEngine,
     Rollouts,
     SamplingParams,
-    pack_sequences,
-    token_logprobs,
 )
 from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
 

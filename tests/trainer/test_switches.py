@@ -9,10 +9,11 @@ barely warm-started tiny model (every answer wrong, some responses cut at
 from __future__ import annotations
 
 import pytest
+import verimath.trainer.step as step_module
 from verimath.trainer.config_io import load_config
-from verimath.trainer.loop import train
 from verimath.trainer.metrics import read_metrics
-from verimath.trainer.run import Run, make_loss_settings
+from verimath.trainer.state import open_state
+from verimath.trainer.train import train
 
 # 20 warm-start steps: the model ends some responses with EOS but answers nothing right,
 # so no group is informative.
@@ -28,8 +29,8 @@ ONE_STEP = [
 
 def _one_step(tmp_path, overrides: list[str]) -> dict:
     config = load_config("tiny", ONE_STEP + overrides)
-    with Run(config, run_dir=tmp_path, echo=lambda _: None) as run:
-        train(run)
+    with open_state(config, tmp_path, echo=lambda _: None) as state:
+        train(state)
     (record,) = [r for r in read_metrics(tmp_path / "metrics.jsonl") if r["step"] == 1]
     assert record["reward/accuracy"] == 0.0  # the premise of the comparisons below
     assert record["sampling/informative_groups"] == 0.0
@@ -47,19 +48,41 @@ def records(tmp_path_factory) -> dict[str, dict]:
     return {name: _one_step(tmp_path_factory.mktemp(name), extra) for name, extra in runs.items()}
 
 
-def test_clip_higher_off_uses_eps_low_on_both_sides():
-    on = make_loss_settings(load_config("tiny", ["algo.eps_low=0.1", "algo.eps_high=0.3"]))
-    off = make_loss_settings(load_config("tiny", ["algo.eps_low=0.1", "algo.eps_high=0.3",
-                                                  "algo.clip_higher=false"]))
-    assert (on.eps_low, on.eps_high) == (0.1, 0.3)
-    assert (off.eps_low, off.eps_high) == (0.1, 0.1)
+def _settings_of_one_update(tmp_path, monkeypatch, overrides: list[str]):
+    """The LossSettings that rl_step hands to the update (no group needs to be informative:
+    dynamic sampling is off)."""
+    seen = []
+    update = step_module.update_on_mini_batch
+
+    def spy(*args, settings, **kwargs):
+        seen.append(settings)
+        return update(*args, settings=settings, **kwargs)
+
+    monkeypatch.setattr(step_module, "update_on_mini_batch", spy)
+    _one_step(tmp_path, ["algo.dynamic_sampling=false", *overrides])
+    assert seen, "no update ran"
+    return seen[0]
 
 
-def test_token_level_loss_off_is_grpo_sequence_mean():
-    assert make_loss_settings(load_config("tiny")).aggregation == "token-mean"
-    off = load_config("tiny", ["algo.token_level_loss=false"])
-    assert make_loss_settings(off).aggregation == "seq-mean-token-mean"
-    assert make_loss_settings(load_config("grpo")).aggregation == "seq-mean-token-mean"
+@pytest.mark.slow
+@pytest.mark.parametrize(("overrides", "clip", "aggregation"), [
+    (["algo.eps_low=0.1", "algo.eps_high=0.3"], (0.1, 0.3), "token-mean"),
+    (["algo.eps_low=0.1", "algo.eps_high=0.3", "algo.clip_higher=false"], (0.1, 0.1),
+     "token-mean"),
+    (["algo.token_level_loss=false"], (0.2, 0.28), "seq-mean-token-mean"),
+    (["algo.loss_aggregation=seq-mean-token-sum-norm"], (0.2, 0.28), "seq-mean-token-sum-norm"),
+])
+def test_clip_higher_and_token_level_loss_reach_the_update(tmp_path, monkeypatch, overrides,
+                                                           clip, aggregation):
+    settings = _settings_of_one_update(tmp_path, monkeypatch, overrides)
+    assert (settings.eps_low, settings.eps_high) == clip
+    assert settings.aggregation == aggregation
+    assert settings.horizon == 10  # rollout.max_new_tokens, the Dr. GRPO constant
+
+
+def test_grpo_preset_switches_the_controls_off():
+    algo = load_config("grpo").algo
+    assert algo.clip_range == (0.2, 0.2) and algo.aggregation == "seq-mean-token-mean"
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""Batch building and the update step: advantages per group, overlong filtering, and
-gradient accumulation that does not depend on the micro-batch size."""
+"""Batch building and the update step: advantages per group, overlong filtering, mini-batches,
+and gradient accumulation that does not depend on the micro-batch size."""
 
 from __future__ import annotations
 
@@ -10,16 +10,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from verimath.trainer.advantages import group_advantages
+from verimath.trainer.batch import mini_batches, pack_batch, sequence_logprobs
 from verimath.trainer.episodes import Group
+from verimath.trainer.loss import overlong_filter_mask
 from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.update import (
-    LossSettings,
-    make_train_batch,
-    mean_metrics,
-    mini_batches,
-    sequence_logprobs,
-    update_on_mini_batch,
-)
+from verimath.trainer.update import LossSettings, mean_metrics, update_on_mini_batch
 
 TOKENIZER = make_char_tokenizer()
 
@@ -31,6 +27,14 @@ def _group(rng, g=4, truncate_first=False):
     truncated[0] = truncate_first
     return Group("p", list(rng.integers(3, 90, size=rng.integers(1, 5))), responses,
                  np.where(correct, 1.0, -1.0), correct, truncated)
+
+
+def make_train_batch(groups, *, pad_id, adv_eps, overlong_filtering, device):
+    """What rl_step does with the kept groups before the old log-probs."""
+    adv = group_advantages(np.stack([g.rewards for g in groups]), eps=adv_eps)  # (P, G)
+    batch = pack_batch(groups, adv, pad_id=pad_id, device=device)
+    batch.mask = overlong_filter_mask(batch.mask, batch.truncated, enabled=overlong_filtering)
+    return batch
 
 
 def test_advantages_are_per_group_and_filtering_zeroes_truncated_rows():
@@ -48,11 +52,14 @@ def test_advantages_are_per_group_and_filtering_zeroes_truncated_rows():
     assert unfiltered.mask.sum(dim=1).tolist() == [2.0, 2.0, 3.0, 2.0]
 
 
-@given(st.integers(1, 20), st.integers(1, 20))
-def test_mini_batches_partition_the_groups(n, per):
-    parts = mini_batches(n, per, np.random.default_rng(0))
-    assert sorted(np.concatenate(parts).tolist()) == list(range(n))
-    assert all(len(p) <= per for p in parts)
+@given(st.integers(1, 20), st.integers(1, 20), st.integers(2, 4))
+def test_mini_batches_partition_the_rows_into_whole_groups(n, per, g):
+    group = np.repeat(np.arange(n), g)  # (N,)
+    parts = mini_batches(group, per, np.random.default_rng(0))
+    assert sorted(np.concatenate(parts).tolist()) == list(range(n * g))
+    for rows in parts:
+        groups = set(group[rows].tolist())
+        assert len(groups) <= per and len(rows) == g * len(groups)  # whole groups only
 
 
 def _setup(seed):
@@ -72,7 +79,7 @@ def _one_update(model, batch, micro, aggregation, chunk_size=0):
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     settings_ = LossSettings(eps_low=0.2, eps_high=0.28, dual_clip=None, aggregation=aggregation,
                              kl_coef=0.0, temperature=1.0, chunk_size=chunk_size)
-    metrics = update_on_mini_batch(model, optimizer, scheduler, batch, np.arange(3),
+    metrics = update_on_mini_batch(model, optimizer, scheduler, batch, np.arange(len(batch)),
                                    settings=settings_, micro_batch_size=micro, grad_clip=0.0)
     return model, metrics
 
@@ -128,6 +135,22 @@ def test_kl_term_is_added_when_asked():
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     settings_ = LossSettings(eps_low=0.2, eps_high=0.28, dual_clip=None,
                              aggregation="token-mean", kl_coef=0.5, temperature=1.0)
-    metrics = update_on_mini_batch(model, optimizer, scheduler, batch, np.arange(3),
+    metrics = update_on_mini_batch(model, optimizer, scheduler, batch, np.arange(len(batch)),
                                    settings=settings_, micro_batch_size=4, grad_clip=1.0)
     assert metrics["loss/kl"] > 0
+
+
+@given(st.integers(1, 12), st.integers(1, 12), st.integers(2, 5), st.integers(0, 10**6))
+def test_sequence_mini_batches_mix_groups_and_keep_each_groups_advantage(n, per, g, seed):
+    rng = np.random.default_rng(seed)
+    groups = [_group(rng, g=g) for _ in range(n)]
+    adv = group_advantages(np.stack([x.rewards for x in groups]), eps=1e-6)  # (P, G)
+    batch = pack_batch(groups, adv, pad_id=0, device="cpu")
+    parts = mini_batches(batch.group, per, np.random.default_rng(seed), by="sequence")
+    assert len(parts) == -(-n // per)  # as many updates as whole-group mini-batches
+    assert sorted(np.concatenate(parts).tolist()) == list(range(n * g))
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    position = np.tile(np.arange(g), n)  # row -> index within its group
+    for rows in parts:
+        expected = adv[batch.group[rows], position[rows]]
+        np.testing.assert_allclose(batch.adv[rows].numpy(), expected, rtol=1e-6)

@@ -90,7 +90,7 @@ def test_corrupt_safetensors_weights_are_named(tmp_path):
 
 
 def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
-    from verimath.trainer.run import _trainer_state
+    from verimath.trainer.state import _trainer_state
 
     meta = load_checkpoint(checkpoint, restore_rng=False)
     assert _trainer_state(meta) == {"run": {}, "episodes": {}}
@@ -157,12 +157,12 @@ def test_resume_from_a_corrupt_checkpoint_changes_nothing(finished_run, tmp_path
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
-    import verimath.trainer.loop as loop
+    import verimath.trainer.train as train_module
 
-    def interrupted(run):
+    def interrupted(state):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(loop, "train", interrupted)
+    monkeypatch.setattr(train_module, "train", interrupted)
     assert _cli(["--output-dir", str(tmp_path / "run"), *QUICK, "optim.steps=1"]) == 130
     err = capsys.readouterr().err
     assert "interrupted before the first checkpoint" in err and "Traceback" not in err
