@@ -20,14 +20,16 @@ With ``P`` parameters, ``n`` GPUs, hidden size ``h``, ``L`` layers, ``k`` KV hea
   reduce-scatter;
 - activations of one micro-batch at full length (``micro_batch_size`` sequences of
   ``prompt_tokens + max_new_tokens``), bf16, attention by SDPA/flash (no ``S x S`` scores
-  kept): ``A = 16h + 4kd + 8f`` bytes per token and layer (each RMSNorm keeps its input in
-  float32 and its bf16 output: ``6h`` twice; q and the attention output ``4h``; k and v
-  ``4kd``; gate, up, SiLU(gate) and their product ``8f``), times ``L``; with
+  kept): ``A = 20h + 4kd + 8f`` bytes per token and layer, as transformers' Qwen2 keeps
+  them (each RMSNorm its float32 input, its bf16 normalized value and the weighted output
+  that the next projections read: ``8h`` twice; q and the attention output ``4h``; k and v
+  ``4kd``; gate, SiLU(gate), up and their product ``8f``), times ``L``; with
   activation checkpointing ``2h`` bytes per token and layer (each layer's input) plus one
   layer's ``A`` recomputed in the backward pass;
-- the log-prob head: ``logprob_chunk_size x V x 4`` bytes times :attr:`Assumptions.
-  head_buffers` (float32 logits, softmax and their gradients); chunk 0 means every position
-  of the micro-batch at once;
+- the log-prob head: ``logprob_chunk_size x V x 4`` bytes times a few float32 buffers
+  (:attr:`Assumptions.head_buffers`: logits, softmax and gradients of one recomputed chunk);
+  chunk 0 means full logits for every position of the micro-batch at once
+  (:attr:`Assumptions.full_logits_buffers`);
 - vLLM (``engine="vllm"``): ``vllm_memory_utilization x`` the GPU's memory reserved while
   it is awake: its bf16 weights ``2P/tp``, its own overhead, and the rest KV cache, which
   holds ``2 x L x ceil(k/tp) x d x 2`` bytes per token per GPU. With sleep mode the update
@@ -195,8 +197,11 @@ class Assumptions:
     """What a sleeping vLLM engine keeps on the GPU."""
     context_gib: float = 1.0
     """CUDA context, NCCL buffers and allocator slack."""
-    head_buffers: int = 4
-    """``(chunk, V)`` float32 buffers alive in the log-prob head."""
+    head_buffers: float = 2.0
+    """``(chunk, V)`` float32 buffers alive in the chunked log-prob head (1.3 measured on a
+    CPU for a 152k vocabulary)."""
+    full_logits_buffers: float = 5.0
+    """``(positions, V)`` float32 buffers alive with full logits (chunk 0; 5 measured)."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +246,7 @@ class Estimate:
 def activation_bytes_per_token(shape: ModelShape, checkpointing: bool) -> float:
     """Activation bytes kept per token for the backward pass, all layers (bf16)."""
     h, f = shape.hidden, shape.intermediate
-    per_layer = 16 * h + 4 * shape.kv_heads * shape.head_dim + 8 * f
+    per_layer = 20 * h + 4 * shape.kv_heads * shape.head_dim + 8 * f
     if checkpointing:
         return 2 * h * shape.layers + per_layer
     return per_layer * shape.layers
@@ -266,7 +271,8 @@ def _update_memory(shape: ModelShape, run: RunShape, a: Assumptions) -> tuple[di
                                         + 8 * shape.layer_parameters) / GIB,
         "activations (one micro-batch)": acts["with checkpointing" if run.activation_checkpointing
                                               else "without checkpointing"],
-        "log-prob head buffers": min(head_rows, tokens) * shape.vocab * 4 * a.head_buffers / GIB,
+        "log-prob head buffers": min(head_rows, tokens) * shape.vocab * 4 / GIB
+        * (a.head_buffers if run.logprob_chunk_size else a.full_logits_buffers),
     }
     if run.reference_model:
         rows["reference model (bf16 shards)"] = 2 * p / n / GIB

@@ -71,11 +71,14 @@ def test_memory_rows_by_hand():
     # root unit: embeddings + head + final norm at 6 bytes; layers: 2 x bf16 + 1 x fp32 grad
     assert u["gathered bf16 units + grads"] * GIB == pytest.approx(6 * 168 + 8 * 608)
     tokens = 3 * (5 + 7)
-    per_layer = 16 * 8 + 4 * 1 * 4 + 8 * 16  # 16h + 4kd + 8f = 272
+    per_layer = 20 * 8 + 4 * 1 * 4 + 8 * 16  # 20h + 4kd + 8f = 304
     assert activation_bytes_per_token(SMALL, False) == 2 * per_layer
     assert activation_bytes_per_token(SMALL, True) == 2 * 8 * 2 + per_layer
     assert u["activations (one micro-batch)"] * GIB == pytest.approx(2 * per_layer * tokens)
     assert u["log-prob head buffers"] * GIB == pytest.approx(4 * 10 * 4 * a.head_buffers)
+    full = estimate_run(SMALL, dataclasses.replace(run, logprob_chunk_size=0), H100, a)
+    assert full.update_gib["log-prob head buffers"] * GIB == \
+        pytest.approx(tokens * 10 * 4 * a.full_logits_buffers)
     assert kv_bytes_per_token(SMALL) == 2 * 2 * 1 * 4 * 2
     assert kv_bytes_per_token(SMALL, tensor_parallel=2) == kv_bytes_per_token(SMALL)  # 1 head
     # HF engine: one generate call of 3 sequences at full length on each rank
@@ -101,6 +104,40 @@ def test_vllm_share_and_update_time_by_hand():
     s = a.mean_prompt_tokens + mean
     flops = 32 * (8 * shape.parameters * s + 8 * 28 * 12 * 128 * s**2)  # 32 sequences
     assert e.update_s == pytest.approx(flops / (4 * 989e12 * a.mfu))
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_activation_formula_matches_what_transformers_keeps(checkpointing):
+    """Bytes saved for the backward pass by two more layers of a bf16 Qwen2 (parameters
+    excluded), against the formula."""
+    torch = pytest.importorskip("torch")
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    def saved(layers: int, tokens: int = 64) -> int:
+        config = Qwen2Config(vocab_size=100, hidden_size=64, intermediate_size=256,
+                             num_hidden_layers=layers, num_attention_heads=4,
+                             num_key_value_heads=2, attn_implementation="sdpa")
+        model = Qwen2ForCausalLM(config).to(torch.bfloat16).train()
+        if checkpointing:
+            getattr(model, "activation_checkpointing_enable",
+                    model.gradient_checkpointing_enable)()
+        params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        kept: dict[int, int] = {}
+
+        def pack(t):
+            if t.untyped_storage().data_ptr() not in params:
+                kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model.model(input_ids=torch.randint(0, 100, (1, tokens)), use_cache=False)
+        return sum(kept.values())
+
+    def formula(layers: int) -> float:
+        shape = ModelShape("m", 64, layers, 4, 2, 16, 256, 100, tied=True)
+        return activation_bytes_per_token(shape, checkpointing)
+
+    assert saved(4) - saved(2) == pytest.approx((formula(4) - formula(2)) * 64, rel=0.05)
 
 
 def test_bad_inputs_name_the_setting():
