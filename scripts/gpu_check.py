@@ -190,6 +190,10 @@ def check_update(quick: bool) -> list[tuple[str, str, str]]:
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
+    measured = torch.cuda.max_memory_allocated() / 1024**3 if device.type == "cuda" else 0.0
+    import torch.distributed as dist
+
+    dist.destroy_process_group()  # vLLM below builds its own
     tokens = micro * length * micro_batches
     label = f"update, {'small' if quick else 'Qwen2.5-0.5B'} shape ({params / 1e6:.2f}M)"
     detail = (f"{micro_batches} x {micro} x {length:,} tokens, bf16 FSDP2 on 1 rank, chunk "
@@ -205,7 +209,6 @@ def check_update(quick: bool) -> list[tuple[str, str, str]]:
                    train_prompts=1)
     est = estimate_run(model_shape(shape, "check"), run, spec or _any_gpu())
     predicted = sum(v for k, v in est.update_gib.items() if "CUDA" not in k)
-    measured = torch.cuda.max_memory_allocated() / 1024**3
     return rows + [("peak memory, update", f"{measured:.2f} GiB",
                     f"estimate_run predicts {predicted:.2f} GiB for these sizes")]
 
@@ -250,7 +253,10 @@ def _vllm_tokens_per_s(folder: Path, shape: dict, prompts: int, new: int, device
         return ("generation, vLLM", "skipped", vllm_missing())
     import random
 
+    import torch
     from vllm import LLM, SamplingParams
+
+    torch.cuda.empty_cache()  # vLLM sizes its share from the free memory
     from vllm.inputs import TokensPrompt
 
     llm = LLM(model=str(folder), skip_tokenizer_init=True, gpu_memory_utilization=0.3, seed=0,
