@@ -2,7 +2,8 @@
 
     python benchmarks/bench_rewards.py            # 512 problems x 16 samples = 8,192 responses
     python benchmarks/bench_rewards.py --quick    # 64 problems x 16 samples
-    python benchmarks/bench_rewards.py --cas-percent 0    # no answer needs math-verify
+    python benchmarks/bench_rewards.py --cas-percent 0    # no rational functions
+    python benchmarks/bench_rewards.py --radical          # 5% that only math-verify decides
 
 Part 1 scores model-like responses (reasoning prose, then an ``Answer: $...$`` line or a
 ``\\boxed{}``; correct answers, equivalent spellings, wrong answers, missing answers and a
@@ -13,12 +14,14 @@ verdict agreement over items where the loop did not time out, with examples of e
 disagreement, and a breakdown of score_batch's time (extraction, fast path, pool). Timed
 "without pathological" too: the loop spends ``timeout`` seconds on each of the 4 exponent
 towers and factorials, which the size guard settles at once, so "all" flatters score_batch.
-The ratio depends mostly on the share of pairs only a CAS can decide (``--cas-percent``,
-rational functions): score_batch settles everything else in the caller, exactly.
+The ratio depends mostly on the share of pairs only a CAS can decide (``--cas-percent``
+with ``--radical``: rational functions with a radical coefficient): score_batch settles
+everything else in the caller, exactly (plain rational functions too).
 
 Part 2 times the overlong penalty on 1M lengths: numba vs numpy vs a Python loop.
 
-Targets (issue 2): score_batch >= 20x the loop with the same verdicts; numba >= numpy speed.
+Targets: score_batch >= 20x the loop with the same verdicts; numba >= numpy speed. The
+flexible extraction style (for evaluation) is timed too, on the same responses.
 """
 
 from __future__ import annotations
@@ -41,14 +44,17 @@ FILLER = [
 def kind_weights(cas_percent: float) -> np.ndarray:
     """Answer kinds, weighted roughly like MATH's test set: mostly integers, then fractions,
     decimals, radicals, multiples of pi, polynomials, intervals, tuples, and
-    ``cas_percent``% rational functions (taken from the integers). Rational functions are
-    the one kind that needs a CAS: math-verify decides them in the pool."""
+    ``cas_percent``% rational functions (taken from the integers). The exact path settles
+    rational functions by cross-multiplication; with a radical coefficient (``--radical``)
+    only math-verify can, in the pool."""
     if not 0 <= cas_percent <= 45:
         raise ValueError(f"--cas-percent must be in [0, 45], got {cas_percent}")
     return np.array([45 - cas_percent, 10, 15, 5, 7, 5, 5, 4, 4, cas_percent], dtype=float) / 100
 
 
-def make_problem(rng: np.random.Generator, weights: np.ndarray) -> tuple[str, list[str], list[str]]:
+def make_problem(
+    rng: np.random.Generator, weights: np.ndarray, radical: bool = False
+) -> tuple[str, list[str], list[str]]:
     """A gold answer, equivalent spellings of it (first = canonical), and wrong answers."""
     kind = rng.choice(len(weights), p=weights)
     a, b = int(rng.integers(2, 60)), int(rng.integers(2, 13))
@@ -76,8 +82,10 @@ def make_problem(rng: np.random.Generator, weights: np.ndarray) -> tuple[str, li
                 [f"[-{b}, {a}]", f"(-{b}, {a})"])
     if kind == 8:
         return f"({b}, {a})", [f"({b}, {a})", f"\\left( {b}, {a} \\right)", f"({b},{a})"], [f"({a}, {b + a})"]
-    return (f"\\frac{{{a}}}{{x+{b}}}", [f"\\frac{{{a}}}{{x+{b}}}", f"\\frac{{{a}}}{{{b}+x}}", f"\\frac{{{2 * a}}}{{2x+{2 * b}}}"],
-            [f"\\frac{{{a}}}{{x-{b}}}", f"\\frac{{{a + 1}}}{{x+{b}}}"])
+    r2 = "\\sqrt{2}" if radical else ""  # a radical coefficient: only a CAS decides those
+    return (f"\\frac{{{a}{r2}}}{{x+{b}}}", [f"\\frac{{{a}{r2}}}{{x+{b}}}", f"\\frac{{{a}{r2}}}{{{b}+x}}",
+                                          f"\\frac{{{2 * a}{r2}}}{{2x+{2 * b}}}"],
+            [f"\\frac{{{a}{r2}}}{{x-{b}}}", f"\\frac{{{a + 1}{r2}}}{{x+{b}}}"])
 
 
 def make_response(rng: np.random.Generator, answer: str | None) -> str:
@@ -92,7 +100,7 @@ def make_response(rng: np.random.Generator, answer: str | None) -> str:
 
 
 def make_dataset(
-    problems: int, samples: int, seed: int, cas_percent: float = 5.0
+    problems: int, samples: int, seed: int, cas_percent: float = 5.0, radical: bool = False
 ) -> tuple[list[str], list[str], list[str]]:
     """Responses, golds and a category per response ("right", "equiv", "wrong", ...)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
@@ -100,7 +108,7 @@ def make_dataset(
     responses, golds, kinds = [], [], []
     pathological = ["9^{9^{9^{9}}}", "2^{10^{10}}", "(10^{10})!", "10^{10^{10^{10}}}"]
     for p in range(problems):
-        gold, right, wrong = make_problem(rng, weights)
+        gold, right, wrong = make_problem(rng, weights, radical)
         for s in range(samples):
             u = rng.random()
             if p % 128 == 7 and s == 0:  # a few: 4 in 8,192
@@ -138,22 +146,24 @@ def loop_math_verify(responses, golds, timeout: float) -> tuple[list[bool], list
     return verdicts, timed_out, seconds
 
 
-def timed_score_batch(responses, golds, timeout: float):
+def timed_score_batch(responses, golds, timeout: float, style: str = "auto"):
     """score_batch on a fresh pool (its one-off start excluded): scores, seconds, workers."""
-    from verimath.rewards import ScoringPool
+    from verimath.rewards import ScoringPool, score_batch
 
     with ScoringPool() as pool:
         pool.verify([("x+1", "1+x")], timeout=30)  # start the zygote
         t0 = time.perf_counter()
-        scores = pool.score_batch(responses, golds, timeout=timeout)
+        scores = score_batch(responses, golds, timeout=timeout, style=style, pool=pool)
         return scores, time.perf_counter() - t0, pool.workers
 
 
-def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_percent: float) -> None:
-    responses, golds, kinds = make_dataset(problems, samples, seed, cas_percent)
+def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_percent: float,
+                  radical: bool = False) -> None:
+    responses, golds, kinds = make_dataset(problems, samples, seed, cas_percent, radical)
     n = len(responses)
     clean = [i for i in range(n) if kinds[i] != "pathological"]
     print(f"== scoring {n} responses ({problems} problems x {samples} samples, {cas_percent:g}% "
+          f"rational functions{' with a radical coefficient' if radical else ''}; "
           f"needing a CAS), timeout {timeout} s")
     print(f"   categories: {dict(Counter(kinds))}")
     scores, batch_s, workers = timed_score_batch(responses, golds, timeout)
@@ -168,6 +178,9 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
     print(f"   parse+verify loop:        {loop_s:7.2f} s all ({n / loop_s:,.0f}/s), "
           f"{loop_clean_s:.2f} s without pathological; {sum(loop_to)} timeouts")
     print(f"   speed ratio: {loop_s / batch_s:.1f}x all, {loop_clean_s / clean_s:.1f}x without pathological")
+    flex, flex_s, _ = timed_score_batch(responses, golds, timeout, style="flexible")
+    print(f"   score_batch, flexible style: {flex_s:.2f} s ({loop_s / flex_s:.1f}x the loop); "
+          f"same verdicts as auto on {int((flex.correct == scores.correct).sum())}/{n}")
     agree = [i for i in range(n) if not loop_to[i]]
     same = {i for i in agree if loop[i] == bool(scores.correct[i])}
     print(f"   verdict agreement (loop not timed out): {len(same)}/{len(agree)} "
@@ -233,12 +246,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="64 problems instead of 512")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per verification")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--radical", action="store_true",
+                        help="give the rational functions a radical coefficient, so that only "
+                             "math-verify decides them (the CAS-bound case)")
     parser.add_argument("--cas-percent", type=float, default=5.0,
                         help="share of problems whose answers only a CAS decides (default 5)")
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     bench_overlong(1_000_000, args.seed)
-    bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed, args.cas_percent)
+    bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed, args.cas_percent,
+                  args.radical)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ integers always differ; other unequal numbers differ unless math-verify's roundi
 decimal places could merge them (then it decides). Products of a rational, square roots
 and ``\\pi`` are compared exactly (``2\\sqrt{3}`` = ``\\sqrt{12}`` = ``\\sqrt3\\cdot2``,
 ``\\frac{\\pi}{2}`` = ``\\frac12\\pi``), and so are polynomials in one variable with
-rational coefficients (``(x+6)^2`` = ``x^2+12x+36``; ``polynomials.py``). The exact rules
+rational coefficients (``(x+6)^2`` = ``x^2+12x+36``) and quotients of them
+(``\\frac{3}{x+1}`` = ``\\frac{6}{2x+2}``, cross-multiplied; ``polynomials.py``). The exact rules
 are in ``fast_path.py``.
 
 Asymmetry: math-verify's ``verify(gold, target)`` is not symmetric, so the gold is always
@@ -65,7 +66,7 @@ from verimath.rewards.fast_path import (
     parse_surd,
 )
 from verimath.rewards.notation import align_pair, brace_frac_args, matrix_cells
-from verimath.rewards.polynomials import parse_polynomial
+from verimath.rewards.polynomials import parse_polynomial, parse_rational, rationals_equal
 from verimath.rewards.size_guard import is_intractable
 
 __all__ = [
@@ -175,7 +176,21 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     sp, sg = parse_surd(p), parse_surd(g)
     if sp is not None and sg is not None:
         return sp == sg
-    return _compare_polynomials(parse_polynomial(p), parse_polynomial(g))
+    polynomials = _compare_polynomials(parse_polynomial(p), parse_polynomial(g))
+    if polynomials is not None:
+        return polynomials
+    return _compare_rationals(p, g)
+
+
+def _compare_rationals(p: str, g: str) -> bool | None:
+    """Quotients of polynomials (one side may be a polynomial), cross-multiplied."""
+    if "\\frac" not in p and "\\frac" not in g:
+        return None
+    a = parse_rational(p) or parse_polynomial(p)
+    b = parse_rational(g) or parse_polynomial(g)
+    if a is None or b is None or (len(a) == 2 and len(b) == 2):
+        return None
+    return rationals_equal(a, b)
 
 
 def _compare_collections(p: str, g: str) -> bool | None:

@@ -17,6 +17,12 @@ to math-verify), degrees above ``MAX_DEGREE``, integers longer than ``MAX_DIGITS
 coefficients above ``MAX_BITS`` bits. Pure, never raises on ``str``; work is bounded by
 those limits and the input length (at most 400 characters).
 
+``parse_rational(text)`` reads a quotient of two such polynomials written ``\\frac{P}{Q}``
+(optionally negated) with a non-constant ``Q``: ``\\frac{3}{x+1}``, ``\\frac{6}{2x+2}``. Two
+quotients ``P1/Q1`` and ``P2/Q2`` in one variable are equal as rational functions exactly
+when ``P1 Q2 = P2 Q1`` (``rationals_equal``), which is also how math-verify's simplification
+decides them (``\\frac{x^2-1}{x-1}`` equals ``x+1``).
+
 One known difference from math-verify: it keeps ``x^1`` as an unevaluated power and calls
 ``x^1`` and ``x`` different; here they are equal, as they are in mathematics.
 """
@@ -26,7 +32,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["MAX_DEGREE", "parse_polynomial"]
+__all__ = ["MAX_DEGREE", "parse_polynomial", "parse_rational", "rationals_equal"]
 
 MAX_DEGREE = 64
 MAX_DIGITS = 30
@@ -185,3 +191,45 @@ def _divide(a: Poly, b: Poly) -> Poly:
     if set(b) != {0}:
         raise _Reject
     return {k: c / b[0] for k, c in a.items()}
+
+
+_FRAC_WHOLE = re.compile(r"(-?)\\frac\{(.*)\}\{(.*)\}", re.DOTALL)
+
+
+def parse_rational(text: str) -> tuple[str, tuple, tuple] | None:
+    """``(variable, numerator, denominator)`` of ``\\frac{P}{Q}`` with polynomial ``P`` and
+    non-constant polynomial ``Q`` in one variable (coefficients as in ``parse_polynomial``),
+    else None. ``-\\frac{P}{Q}`` negates ``P``."""
+    match = _FRAC_WHOLE.fullmatch(text)
+    if match is None or not _balanced(match.group(2)) or not _balanced(match.group(3)):
+        return None
+    top, bottom = parse_polynomial(match.group(2)), parse_polynomial(match.group(3))
+    if top is None or bottom is None or not bottom[0] or (top[0] and top[0] != bottom[0]):
+        return None
+    numerator = tuple((k, -c) for k, c in top[1]) if match.group(1) else top[1]
+    return bottom[0], numerator, bottom[1]
+
+
+def rationals_equal(a: tuple, b: tuple) -> bool | None:
+    """Cross-multiplied equality of two ``parse_rational`` or ``parse_polynomial`` results
+    (a polynomial is a quotient over 1); None for two different variables."""
+    (va, pa, qa), (vb, pb, qb) = (_as_quotient(a), _as_quotient(b))
+    if va and vb and va != vb:
+        return None
+    try:
+        return _multiply(dict(pa), dict(qb)) == _multiply(dict(pb), dict(qa))
+    except _Reject:
+        return None
+
+
+def _as_quotient(value: tuple) -> tuple:
+    return value if len(value) == 3 else (value[0], value[1], ((0, Fraction(1)),))
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += (char == "{") - (char == "}")
+        if depth < 0:
+            return False
+    return depth == 0

@@ -28,6 +28,9 @@ CROSS_CHECK = [
     ("\\frac{7}{999}", "\\frac{7}{998}"), ("0.333333", "\\frac{1}{3}"), ("10\\%", "0.1"),
     ("(-12, 36)", "(-12, 36]"), ("[-8, 33]", "(-8, 33]"), ("[1, 2)", "(1, 2]"), ("(1,2)", "[1,2]"),
     ("(1, 2)", "\\{1, 2\\}"), ("(2, 1)", "[2, 1]"), ("(3, 3]", "[3, 3)"), ("(1,2,3)", "[1,2,3]"),
+    ("\\frac{52}{x+9}", "\\frac{104}{2x+18}"), ("\\frac{3}{x-1}", "\\frac{3}{1+x}"),
+    ("\\frac{x^2-1}{x-1}", "x+1"), ("\\frac{3}{x+1}", "3"), ("\\frac{2x}{x^2}", "\\frac{2}{x}"),
+    ("-\\frac{1}{x}", "\\frac{-1}{x}"), ("\\frac{x}{x+1}", "\\frac{x+1}{x}"),
 ]
 
 
@@ -132,3 +135,17 @@ def test_degree_bound_is_enforced():
 def test_parse_polynomial_never_raises(text):
     got = parse_polynomial(text)
     assert got is None or isinstance(got[0], str)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_roots, _roots, _lead, st.integers(2, 9), _var)
+def test_quotients_of_polynomials_are_compared_cross_multiplied(top, bottom, lead, k, var):
+    """(lead * prod(x - r)) / prod(x - s) equals the same quotient scaled by k, and differs
+    from it with one root of the numerator moved (as functions of x)."""
+    num, den = _coefficients(top, lead), _coefficients(bottom, 1)
+    frac = f"\\frac{{{_expanded(num, var)}}}{{{_expanded(den, var)}}}"
+    scaled = f"\\frac{{{_expanded([k * c for c in num], var)}}}{{{_expanded([k * c for c in den], var)}}}"
+    assert fast_verdict(frac, scaled) is True
+    moved = _coefficients([top[0] + 1] + top[1:], lead)
+    other = f"\\frac{{{_expanded(moved, var)}}}{{{_expanded(den, var)}}}"
+    assert fast_verdict(frac, other) is False
