@@ -1,8 +1,8 @@
-"""Rollouts: the engine protocol, the Hugging Face engine, and log-probs of sampled tokens.
+"""Rollouts: the engine protocol and the Hugging Face engine.
 
 The protocol is token ids in, token ids out, so engines are interchangeable (transformers
-``generate`` here, vLLM later): the trainer builds prompt ids (chat template included),
-asks an engine for ``n`` samples of each, and gets a :class:`Rollouts` back::
+``generate`` here, vLLM in ``vllm_engine``): the trainer builds prompt ids (chat template
+included), asks an engine for ``n`` samples of each, and gets a :class:`Rollouts` back::
 
     with HFRolloutEngine(model, tokenizer) as engine:
         out = engine.generate(prompt_ids, SamplingParams(temperature=1.0, max_new_tokens=16), n=8)
@@ -11,11 +11,8 @@ asks an engine for ``n`` samples of each, and gets a :class:`Rollouts` back::
 Conventions: ``response_ids[i]`` ends with the EOS id when the response finished, and has
 exactly ``max_new_tokens`` ids without EOS when it was cut off (``truncated[i]`` True). The
 EOS token is part of the response (the policy is trained to emit it). Sample ``i`` belongs to
-prompt ``i // n``. The old log-probs DAPO needs come from :func:`token_logprobs`, a plain
-forward pass of the policy over ``prompt + response`` (:func:`pack_sequences`). With
-``chunk_size > 0`` that forward is memory-bounded: hidden states from the base model, then
-the output head over a few response positions at a time, so a 150k vocabulary and 20k-token
-responses never produce a full ``(B, T, V)`` logits tensor.
+prompt ``i // n``. The old log-probs DAPO needs come from the trainer's own forward pass
+(``verimath.trainer.logprobs.token_logprobs``), not from the engine.
 """
 
 from __future__ import annotations
@@ -56,6 +53,14 @@ class Rollouts:
     """Decoded responses without special tokens."""
     truncated: np.ndarray
     """``(B,)`` bool: hit ``max_new_tokens`` without emitting EOS."""
+    logprobs: list[np.ndarray] | None = None
+    """Behaviour log-probs: one float32 array per response, aligned with ``response_ids``
+    (EOS included), or None when the engine does not report them. Entry ``t`` is the log of
+    the probability with which the engine drew token ``t``: under ``softmax(logits / T)``
+    restricted to the top-p nucleus and renormalised (:func:`sampling_logits`); greedy
+    decoding reports ``log_softmax(logits)``. With ``top_p = 1`` this is exactly what
+    ``verimath.trainer.logprobs.token_logprobs(..., temperature=T)`` recomputes, up to the
+    engine's numerics."""
 
     @property
     def lengths(self) -> np.ndarray:
@@ -66,16 +71,31 @@ class Rollouts:
         return len(self.response_ids)
 
 
+@dataclass(frozen=True)
+class WeightSync:
+    """What one ``sync_weights`` call pushed into an engine (zeros when weights are shared)."""
+
+    seconds: float = 0.0
+    """Wall time of the push."""
+    bytes: int = 0
+    """Bytes of the tensors pushed, in the engine's dtype."""
+    tensors: int = 0
+    """Named tensors pushed (tied weights counted once)."""
+
+
 @runtime_checkable
 class RolloutEngine(Protocol):
     """What the trainer needs from a generator of responses."""
 
-    def generate(self, prompt_ids: list[list[int]], params: SamplingParams, *, n: int = 1
-                 ) -> Rollouts:
-        """``n`` samples of each prompt, in prompt-major order."""
+    def generate(self, prompt_ids: list[list[int]], params: SamplingParams, *, n: int = 1,
+                 seeds: list[int] | None = None) -> Rollouts:
+        """``n`` samples of each prompt, in prompt-major order. Without ``seeds`` sampling
+        draws from torch's global RNG (which the trainer seeds and checkpoints); with one
+        seed per prompt, a prompt's samples depend only on its seed, not on its batch. The
+        same seed gives the same samples in one engine, not across engines."""
 
-    def sync_weights(self, model) -> None:
-        """Make the engine sample from ``model``'s current weights (no-op when shared)."""
+    def sync_weights(self, model) -> WeightSync:
+        """Make the engine sample from ``model``'s current weights; says what was pushed."""
 
     def close(self) -> None:
         """Release the engine's resources; idempotent."""
@@ -110,19 +130,22 @@ class HFRolloutEngine:
         expanded = [list(p) for p in prompt_ids for _ in range(n)]
         rows = None if seeds is None else [(s, j) for s in seeds for j in range(n)]
         responses: list[list[int]] = []
+        logprobs: list[np.ndarray] = []
         for start in range(0, len(expanded), self.batch_size):
             end = start + self.batch_size
-            responses += self._generate_batch(expanded[start:end], params,
-                                              None if rows is None else rows[start:end])
+            batch, batch_logprobs = self._generate_batch(
+                expanded[start:end], params, None if rows is None else rows[start:end])
+            responses += batch
+            logprobs += batch_logprobs
         truncated = np.array(
             [len(r) >= params.max_new_tokens and r[-1] not in self.eos_ids for r in responses],
             dtype=bool,
         )
         texts = self.tokenizer.batch_decode(responses, skip_special_tokens=True)
-        return Rollouts(expanded, responses, texts, truncated)
+        return Rollouts(expanded, responses, texts, truncated, logprobs)
 
     def _generate_batch(self, prompts: list[list[int]], params: SamplingParams,
-                        row_seeds=None) -> list[list[int]]:
+                        row_seeds=None) -> tuple[list[list[int]], list[np.ndarray]]:
         import torch
 
         device = next(self.model.parameters()).device
@@ -132,13 +155,16 @@ class HFRolloutEngine:
         for i, p in enumerate(prompts):  # left padding
             ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
             attention[i, width - len(p):] = 1
+        recorder = _SampledTokenLogprobs(params)  # first processor: sees the model's logits
+        processors = [recorder]
         sample = {} if params.greedy else {  # top_k=0: no top-k cut (transformers' default 50)
             "temperature": params.temperature, "top_p": params.top_p, "top_k": 0}
         if row_seeds is not None and not params.greedy:  # argmax of one-hot seeded draws
             from verimath.trainer.seeded_sampling import SeededSampler
 
-            sample = {"logits_processor": [SeededSampler(
-                row_seeds, temperature=params.temperature, top_p=params.top_p)]}
+            sample = {}
+            processors.append(SeededSampler(
+                row_seeds, temperature=params.temperature, top_p=params.top_p))
         was_training = self.model.training
         self.model.eval()
         try:
@@ -148,14 +174,19 @@ class HFRolloutEngine:
                     do_sample=not params.greedy and row_seeds is None,
                     max_new_tokens=params.max_new_tokens,
                     pad_token_id=self.pad_id, eos_token_id=sorted(self.eos_ids),
-                    **sample,
+                    repetition_penalty=1.0,  # a model's generation_config may set one
+                    logits_processor=processors, **sample,
                 )
         finally:
             self.model.train(was_training)
-        return [_cut_at_eos(row, self.eos_ids) for row in out[:, width:].tolist()]
+        generated = out[:, width:]  # (B, T)
+        step_logprobs = recorder.result(generated).cpu().numpy()  # (B, T)
+        rows = [_cut_at_eos(row, self.eos_ids) for row in generated.tolist()]
+        return rows, [step_logprobs[i, :len(r)].copy() for i, r in enumerate(rows)]
 
-    def sync_weights(self, model) -> None:
-        self.model = model  # generate() runs on the policy itself
+    def sync_weights(self, model) -> WeightSync:
+        self.model = model  # generate() runs on the policy itself: nothing to push
+        return WeightSync()
 
     def close(self) -> None:
         self.closed = True
@@ -168,9 +199,12 @@ class HFRolloutEngine:
         self.close()
 
 
-def _eos_ids(model, tokenizer) -> set[int]:
+def eos_token_ids(tokenizer, generation_config=None) -> set[int]:
+    """Ids that end a response: the tokenizer's EOS and any ``eos_token_id`` (an int or a
+    list) of the model's generation config (e.g. Qwen's ``<|im_end|>`` and
+    ``<|endoftext|>``)."""
     ids = {tokenizer.eos_token_id}
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    configured = getattr(generation_config, "eos_token_id", None)
     if isinstance(configured, int):
         ids.add(configured)
     elif configured:
@@ -178,122 +212,69 @@ def _eos_ids(model, tokenizer) -> set[int]:
     return ids
 
 
+def _eos_ids(model, tokenizer) -> set[int]:
+    return eos_token_ids(tokenizer, getattr(model, "generation_config", None))
+
+
+def sampling_logits(logits, params: SamplingParams):
+    """The logits a token is drawn from under ``params``: ``(..., V) -> (..., V)`` float32.
+
+    Greedy: ``logits`` unchanged. Otherwise ``logits / T`` with the tokens outside the top-p
+    nucleus set to ``-inf``: sorted by probability, a token is dropped when the probability
+    of the tokens less likely than it and itself adds up to at most ``1 - top_p`` (the most
+    likely token always stays), the rule of ``transformers``' ``TopPLogitsWarper`` and of
+    vLLM's sampler. ``log_softmax`` of the result is the behaviour log-prob.
+    """
+    z = logits.float()
+    if params.greedy:
+        return z
+    z = z / params.temperature
+    if params.top_p >= 1:
+        return z
+    ascending, order = z.sort(dim=-1)  # (..., V)
+    drop = ascending.softmax(dim=-1).cumsum(dim=-1) <= 1 - params.top_p  # (..., V)
+    drop[..., -1] = False
+    return z.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+
+class _SampledTokenLogprobs:
+    """A ``generate`` logits processor that records behaviour log-probs, scores unchanged.
+
+    Called once per generated position with that position's logits; the token drawn from
+    them is known at the next call (the last column of ``input_ids``) or, for the last
+    position, from the returned sequences (:meth:`result`). Holds one ``(B, V)`` tensor.
+    """
+
+    def __init__(self, params: SamplingParams) -> None:
+        self.params = params
+        self.pending = None  # (B, V) sampling logits whose token is not known yet
+        self.steps: list = []  # (B,) log-probs per generated position
+
+    def __call__(self, input_ids, scores):
+        if self.pending is not None:
+            self.steps.append(self._score(input_ids[:, -1]))
+        self.pending = sampling_logits(scores, self.params)
+        return scores
+
+    def result(self, generated):
+        """``(B, T)`` log-probs of ``generated`` ``(B, T)``, the ids after the prompt."""
+        import torch
+
+        steps = list(self.steps)
+        if self.pending is not None:
+            steps.append(self._score(generated[:, -1]))
+        if not steps:
+            return torch.zeros(generated.shape, dtype=torch.float32)
+        return torch.stack(steps, dim=1)  # (B, T)
+
+    def _score(self, tokens):
+        from verimath.trainer.logprobs import logprobs_from_logits
+
+        return logprobs_from_logits(self.pending, tokens.to(self.pending.device))  # (B,)
+
+
 def _cut_at_eos(row: list[int], eos_ids: set[int]) -> list[int]:
     for j, token in enumerate(row):
         if token in eos_ids:
             return row[: j + 1]
     return row
-
-
-def pack_sequences(prompt_ids, response_ids, *, pad_id: int):
-    """Right-padded ``prompt + response`` batches for a training forward pass.
-
-    Returns ``input_ids`` ``(B, S)``, ``attention_mask`` ``(B, S)`` and ``response_mask``
-    ``(B, S - 1)``: position ``t`` of the mask is 1 when token ``t + 1`` is a response token,
-    aligned with the log-probs of :func:`token_logprobs` (logits at ``t`` predict ``t + 1``).
-    """
-    import torch
-
-    if len(prompt_ids) != len(response_ids):
-        raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
-    width = max(len(p) + len(r) for p, r in zip(prompt_ids, response_ids))
-    ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
-    attention = torch.zeros_like(ids)
-    response_mask = torch.zeros((len(prompt_ids), width - 1), dtype=torch.float32)
-    for i, (p, r) in enumerate(zip(prompt_ids, response_ids)):
-        seq = list(p) + list(r)
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attention[i, : len(seq)] = 1
-        response_mask[i, len(p) - 1 : len(seq) - 1] = 1.0
-    return ids, attention, response_mask
-
-
-def token_logprobs(model, input_ids, attention_mask, *, temperature: float = 1.0,
-                   with_entropy: bool = False, chunk_size: int = 0, positions=None):
-    """Log-probability of each next token under ``model``: ``(B, S) -> (B, S - 1)``.
-
-    ``logp[b, t] = log softmax(logits[b, t] / temperature)[input_ids[b, t + 1]]``, computed in
-    float32 (the log-normalizer is a float32 ``logsumexp``). The sampling temperature is
-    applied so that old and new log-probs describe the distribution the rollouts were drawn
-    from. With ``with_entropy`` also returns the per-position entropy
-    ``H[b, t] = logsumexp(z) - sum_v softmax(z)_v z_v`` (``z`` the scaled logits), ``(B, S - 1)``.
-
-    ``positions`` (``(B, S - 1)``, bool or 0/1) restricts the work to those positions
-    (typically the response mask); the others are returned as 0. ``chunk_size > 0`` bounds
-    memory: the base model yields hidden states, and the output head is applied to at most
-    ``chunk_size`` positions at a time, so no ``(B, S, V)`` logits tensor exists. Under
-    autograd each chunk is recomputed in the backward pass (``torch.utils.checkpoint``), so
-    peak memory is ``O(chunk_size * V)`` and gradients equal the unchunked ones. Models
-    without a separable head (no ``get_output_embeddings()`` or base model, or a logit
-    soft-cap/scale in their config) use the plain full-logits path.
-    """
-    import torch
-
-    split = _split_head(model) if chunk_size > 0 else None
-    if split is None:
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
-        logp, entropy = _head_logprobs(logits, input_ids[:, 1:], temperature, with_entropy)
-        if positions is not None:
-            keep = positions.bool()
-            logp = torch.where(keep, logp, torch.zeros_like(logp))
-            entropy = None if entropy is None else torch.where(keep, entropy,
-                                                               torch.zeros_like(entropy))
-        return (logp, entropy) if with_entropy else logp
-    base, head = split
-    hidden = base(input_ids=input_ids, attention_mask=attention_mask,
-                  use_cache=False).last_hidden_state[:, :-1]  # (B, S-1, H)
-    keep = (torch.ones(hidden.shape[:2], dtype=torch.bool, device=hidden.device)
-            if positions is None else positions.bool())
-    logp, entropy = _chunked_logprobs(head, hidden[keep], input_ids[:, 1:][keep],
-                                      temperature, with_entropy, chunk_size)  # (n,) each
-    out = hidden.new_zeros(keep.shape, dtype=torch.float32).masked_scatter(keep, logp)
-    if not with_entropy:
-        return out
-    return out, hidden.new_zeros(keep.shape, dtype=torch.float32).masked_scatter(keep, entropy)
-
-
-def _split_head(model):
-    """``(base_model, output_head)`` when logits are exactly ``head(base(...).hidden)``."""
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    base = getattr(model, getattr(model, "base_model_prefix", "") or "", None)
-    config = getattr(model, "config", None)
-    scaled = any(getattr(config, key, None) not in (None, 1, 1.0)
-                 for key in ("final_logit_softcapping", "logit_scale", "logits_scaling",
-                             "output_multiplier_scale"))
-    if head is None or base is None or base is model or scaled:
-        return None
-    return base, head
-
-
-def _head_logprobs(logits, targets, temperature: float, with_entropy: bool):
-    """``(logp, entropy or None)`` of ``targets`` ``(...)`` under ``logits`` ``(..., V)``."""
-    import torch
-
-    logits = logits.float() / temperature  # (..., V)
-    log_norm = torch.logsumexp(logits, dim=-1)  # (...)
-    logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - log_norm  # (...)
-    if not with_entropy:
-        return logp, None
-    entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(-1)  # (...)
-    return logp, entropy
-
-
-def _chunked_logprobs(head, hidden, targets, temperature: float, with_entropy: bool,
-                      chunk_size: int):
-    """Log-probs (and entropy) of ``n`` positions, ``hidden`` ``(n, H)``, in chunks."""
-    import torch
-    from torch.utils.checkpoint import checkpoint
-
-    def one_chunk(h, y):
-        logp, entropy = _head_logprobs(head(h), y, temperature, with_entropy)
-        return (logp,) if entropy is None else (logp, entropy)
-
-    recompute = torch.is_grad_enabled() and (
-        hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
-    parts = []
-    for start in range(0, max(hidden.shape[0], 1), chunk_size):  # n = 0: one empty chunk
-        h, y = hidden[start:start + chunk_size], targets[start:start + chunk_size]
-        parts.append(checkpoint(one_chunk, h, y, use_reentrant=False) if recompute
-                     else one_chunk(h, y))
-    logp = torch.cat([p[0] for p in parts])  # (n,)
-    return logp, (torch.cat([p[1] for p in parts]) if with_entropy else None)
