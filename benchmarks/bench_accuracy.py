@@ -19,9 +19,11 @@ Both run in the same process and run, on the same rows.
 
 With the real datasets at hand (``../shared/data`` or ``$VERIMATH_DATA_DIR``), a second
 table scores text nobody wrote for this benchmark: the 500 worked solutions of MATH-500
-with their ``\\boxed{}`` removed (the content kept), each against its gold answer, all
-labelled right. It measures free-form extraction on real mathematical prose (the answer is
-not always the last math of a solution, so no verifier reaches 100%).
+with their ``\\boxed{}`` removed (the content kept) and the 1,319 GSM8K test solutions
+without their ``#### N`` line, each against its gold answer, all labelled right. It measures
+free-form extraction on real prose (the answer is not always the last math of a solution,
+so no verifier reaches 100%). Both sets were looked at while the flexible style was
+written, so they are no blind test either.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ GROUPS = [  # (title, kind prefix)
     ("stray LaTeX", "stray_latex"), ("ordered vs unordered", "ordered_unordered"),
     ("graders' published rules", "_rule"), ("standard formats", "standard_format"),
     ("reward hacks (all false)", "reward_hack"), ("MATH-500 solutions, box removed", "math500"),
+    ("GSM8K solutions, #### line removed", "gsm8k"),
 ]
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _BRACED = re.compile(r"\{[^{}]*\}")
@@ -128,15 +131,16 @@ def agreement_table(rows: list[dict], systems: dict[str, list[bool]]) -> str:
     lines = ["| cases | rows | " + " | ".join(names) + " |",
              "| --- | ---: | " + " | ".join("---:" for _ in names) + " |"]
     order = [title for title, _ in GROUPS if title in groups] + sorted(set(groups) - {t for t, _ in GROUPS})
-    for title in order + ["all"]:
+    for title in order + (["all"] if len(order) > 1 else []):
         idx = groups[title] if title != "all" else list(range(len(rows)))
         cells = [f"{100 * sum(systems[n][i] == rows[i]['label'] for i in idx) / len(idx):.1f}"
                  for n in names]
         label = f"**{title}**" if title == "all" else title
         lines.append(f"| {label} | {len(idx)} | " + " | ".join(cells) + " |")
     hacks = [i for i, r in enumerate(rows) if r["kind"] == "reward_hack"]
-    accepted = [str(sum(systems[n][i] for i in hacks)) for n in names]
-    lines.append(f"| reward hacks accepted | {len(hacks)} | " + " | ".join(accepted) + " |")
+    if hacks:
+        accepted = [str(sum(systems[n][i] for i in hacks)) for n in names]
+        lines.append(f"| reward hacks accepted | {len(hacks)} | " + " | ".join(accepted) + " |")
     return "\n".join(lines)
 
 
@@ -153,6 +157,26 @@ def unboxed_math500() -> list[dict]:
                          "source": "MATH-500 solution, box removed", "label": True,
                          "text": _unbox(item["solution"]), "gold": item["answer"]})
     return rows
+
+
+def gsm8k_worked() -> list[dict]:
+    """GSM8K test solutions without their ``#### N`` line and calculator notes, as response
+    rows: the result is stated in the last sentence, in plain words and numbers."""
+    path = DATA_DIR / "gsm8k" / "test.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for i, line in enumerate(handle, 1):
+            body, _, final = json.loads(line)["answer"].rpartition("####")
+            rows.append({"id": f"gsm8k-{i:04d}", "kind": "gsm8k_worked", "input": "response",
+                         "source": "GSM8K solution, #### line removed", "label": True,
+                         "text": _CALCULATOR.sub("", body).strip(),
+                         "gold": final.strip().replace(",", "")})
+    return rows
+
+
+_CALCULATOR = re.compile(r"<<[^>]*>>")
 
 
 def _unbox(text: str) -> str:
@@ -197,9 +221,9 @@ def main() -> None:
     print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
           f"{sum(not r['label'] for r in rows)} wrong) from {TABLE.name}")
     compare(rows, args.verbose)
-    real = unboxed_math500()
+    real = unboxed_math500() + gsm8k_worked()
     if real:
-        print(f"\n== {len(real)} MATH-500 worked solutions, \\boxed{{}} removed, from {DATA_DIR}")
+        print(f"\n== {len(real)} worked solutions, answer markers removed, from {DATA_DIR}")
         compare(real, args.verbose)
     else:
         print(f"\n(no MATH-500 at {DATA_DIR}: set VERIMATH_DATA_DIR for the real-text table)")
