@@ -6,7 +6,7 @@ Module imports go one way, an arrow pointing at what a module imports
 
     adapters, cli -> batch, correctness -> pool -> pool_worker -> equivalence
     equivalence -> notation -> fast_path;  equivalence -> polynomials, size_guard
-    batch, correctness -> extract -> free_form -> phrases;  batch -> overlong
+    batch, correctness -> extract -> free_form -> chunks, phrases;  batch -> overlong
 
 Public API (stable names):
     extract_answer, is_equivalent, correctness_reward, score, overlong_penalty,

@@ -52,7 +52,8 @@ from __future__ import annotations
 
 import re
 
-from verimath.rewards.free_form import final_value, has_prose, last_phrase_segment, pick_answer
+from verimath.rewards.chunks import has_prose
+from verimath.rewards.free_form import final_value, last_phrase_segment, pick_answer
 
 __all__ = ["STYLES", "answer_core", "extract_answer"]
 

@@ -81,7 +81,7 @@ def test_empty_batch():
 
 def test_only_unique_undecided_pairs_reach_the_pool():
     pool = RecordingPool()
-    undecided = "\\frac{x^2-1}{x-1}"  # a rational function: only math-verify decides it
+    undecided = "\\frac{\\sin x}{\\cos x}"  # trigonometry: only math-verify decides it
     responses = ["Answer: x+1"] * 16 + [f"Answer: {undecided}"] * 8 + ["Answer: 3"] * 8 + ["none"] * 4
     golds = ["x+1"] * 36
     got = score_with_pool(pool, responses, golds)

@@ -76,7 +76,8 @@ def test_rewards_imports_have_no_cycle():
 @pytest.mark.parametrize(
     ("lower", "upper"),
     [("pool", "batch"), ("equivalence", "pool"), ("equivalence", "correctness"),
-     ("pool_worker", "pool"), ("extract", "equivalence"), ("free_form", "extract")],
+     ("pool_worker", "pool"), ("extract", "equivalence"), ("free_form", "extract"),
+     ("chunks", "free_form"), ("notation", "equivalence")],
 )
 def test_a_lower_module_never_imports_an_upper_one(lower, upper):
     assert f"{PACKAGE}.{upper}" not in _reachable(f"{PACKAGE}.{lower}")
