@@ -35,15 +35,19 @@ _CURRENCY_START = re.compile(r"\s*[0-9]")
 # Bare math is found in two passes of single character-class runs (fast in any regex
 # engine): runs of characters that may appear in math, then the words inside each run.
 _MATHISH = re.compile(r"[0-9A-Za-z\\{}()\[\]+\-*/^_=<>|!,.:%~ \t≤≥≠±×÷−√π∞∈∪∩°·⋅']+")
-_COMMAND_OR_WORD = re.compile(r"\\[A-Za-z]+|[A-Za-z][A-Za-z']*[A-Za-z]")
+# Cuts in a bare run: commands (kept), words, a sentence end (". " before a capital) and
+# chat-template tokens ("<|im_start|>").
+_COMMAND_OR_WORD = re.compile(
+    r"\\[A-Za-z]+|[A-Za-z][A-Za-z']*[A-Za-z]|\.\s+(?=[A-Z])|<\|[A-Za-z_]{0,40}\|>"
+)
 _MATH_EVIDENCE = re.compile(
     r"[0-9]|\\(?!text|mathrm|textbf|mbox|quad|qquad)[A-Za-z]{2,}|[≤≥≠±×÷−√π∞∈∪∩]"
     r"|[A-Za-z]\s*[=<>+*/^]|[=<>+*/^]\s*[A-Za-z]"
 )
-_TRIM_LEFT = " \t,.;:)]}=*/^'"
+_TRIM_LEFT = " \t,;:)]}=*/^'"
 _TRIM_RIGHT = " \t,.;:([{=+*-/^'"
 _LONE_LETTER = re.compile(
-    r"^(?:[A-Za-z]\.)+\s*|^[A-Za-z]\s+(?=[0-9A-Za-z\\(])|(?<=[0-9)\]}])\s+[A-Za-z]$"
+    r"^(?:[A-Za-z]\.)+\s*|^[A-Za-z]\s+(?=[0-9A-Za-z\\(])|(?<=[0-9)\]}.,;:])\s+[A-Za-z]$"
 )
 _NESTING = re.compile(r"\\begin\{|\\end\{|&")
 # Words that are math, not prose (function names and constants written without a backslash).
@@ -103,6 +107,8 @@ def _trim_bare(run: str) -> str:
     for _ in range(3):
         before = run
         run = run.lstrip(_TRIM_LEFT).rstrip(_TRIM_RIGHT)
+        if run.startswith(".") and not run[1:2].isdigit():
+            run = run[1:]  # a sentence's period; ".4" is a number
         run = _LONE_LETTER.sub("", run)
         if run == before:
             break
@@ -174,7 +180,8 @@ def _rows(body: str) -> list[str]:
 
 def _bare_chunks(text: str, start: int, end: int, out: list) -> None:
     """Append the math pieces of ``text[start:end]``, a run of math-like characters that
-    words (two letters or more, not a command or a function name) cut into pieces."""
+    words (two letters or more, not a command or a function name), sentence ends and chat
+    tokens cut into pieces."""
     if not _MATH_EVIDENCE.search(text, start, end):
         return
     piece = start

@@ -157,6 +157,8 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     if max(len(pred), len(gold)) > MAX_FAST_CHARS:
         return None if mode == "symbolic" else False
     p, g = normalize_answer(pred), normalize_answer(gold)
+    if _SPACED_LIST.search(pred) or _SPACED_LIST.search(gold):
+        p, g = _as_list(p, pred), _as_list(g, gold)  # "32, 349" lists two numbers
     if mode == "string":
         return p == g and p != ""
     if mode == "integer":
@@ -193,6 +195,18 @@ def _compare_rationals(p: str, g: str) -> bool | None:
     return rationals_equal(a, b)
 
 
+_SPACED_LIST = re.compile(r"[0-9],\s+[0-9]{3}(?![0-9])")
+
+
+def _as_list(normalized: str, raw: str) -> str:
+    """``1, 500`` normalizes to ``1,500``, a thousands spelling; a comma followed by a space
+    separates items instead, so such a text is marked as a list (``\\{...\\}`` is never
+    a number)."""
+    if not _SPACED_LIST.search(raw) or normalized.startswith(("(", "[", "\\{")):
+        return normalized
+    return "\\{" + normalized + "\\}" if "," in normalized else normalized
+
+
 def _compare_collections(p: str, g: str) -> bool | None:
     """Matrices cell by cell; bare lists and sets as multisets, tuples in order (from the gold).
 
@@ -221,13 +235,25 @@ _MAX_ITEMS = 12  # unordered lists longer than this are matched by exact spellin
 
 
 def _collection(text: str) -> tuple[str, list[str] | None]:
-    """``("set" | "tuple" | "bare", items)`` of a normalized list; items None otherwise."""
+    """``("set" | "tuple" | "bare", items)`` of a normalized list; items None otherwise.
+
+    Items lose a leading ``x_1 =`` (``x_1 = 2, x_2 = 3`` lists 2 and 3); ``{1,2,3}`` (TeX
+    braces, which group) is read as a set."""
     if text.startswith("\\{") and text.endswith("\\}"):
-        return "set", _top_level_items(text[2:-2])
-    if text.startswith("(") and text.endswith(")"):
+        kind, items = "set", _top_level_items(text[2:-2])
+    elif text.startswith("{") and text.endswith("}") and _closes_at_end(text):
+        kind, items = "set", _top_level_items(text[1:-1])
+    elif text.startswith("(") and text.endswith(")"):
         items = _top_level_items(text[1:-1])
-        return "tuple", items if items is not None and _closes_at_end(text) else None
-    return "bare", _top_level_items(text)
+        kind, items = "tuple", items if items is not None and _closes_at_end(text) else None
+    else:
+        kind, items = "bare", _top_level_items(text)
+    if items is not None and kind != "tuple":
+        items = [_ITEM_NAME.sub("", item) for item in items]
+    return kind, items
+
+
+_ITEM_NAME = re.compile(r"^[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=(?=[^=]+$)")
 
 
 def _closes_at_end(text: str) -> bool:

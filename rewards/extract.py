@@ -32,7 +32,8 @@ Styles (``extract_answer(text, style=...)``):
     For evaluation and data filtering of free-form output, in the spirit of math-verify's
     priorities: (1) the last usable ``Answer:`` line, where a line that holds words gives
     the math stated in it (``Final Answer: The largest $n$ is 34.`` gives ``34``); (2) the
-    last ``\\boxed{}``; (3) the math after the last final-answer phrase in any of a dozen
+    last ``\\boxed{}`` (boxes that only connectors separate form one list:
+    ``boxed_answer``); (3) the math after the last final-answer phrase in any of a dozen
     languages (``The final answer is``, ``答案是``, ``La réponse est``, ``La respuesta es``,
     ``Die Antwort ist``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...; see
     ``phrases.ANSWER_PHRASE``); (4) the last math of the response (the last ``$...$`` or
@@ -55,12 +56,20 @@ import re
 from verimath.rewards.chunks import has_prose
 from verimath.rewards.free_form import final_value, last_phrase_segment, pick_answer
 
-__all__ = ["STYLES", "answer_core", "extract_answer"]
+__all__ = ["STYLES", "answer_core", "boxed_answer", "extract_answer"]
 
 STYLES = ("auto", "dapo", "boxed", "flexible")
 
 _ANSWER_MARK = re.compile(r"\banswer\s*[:\uff1a]", re.IGNORECASE)  # also the full-width colon
 _BOX_OPENER = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
+# What may separate boxes that form one list: spaces, commas, "and"/"or", \quad, \text{...},
+# math delimiters, and the name of the next value ("\boxed{1} and y_2 = \boxed{2}").
+_BOX_JOINER = re.compile(
+    r"(?:\s|[,;$.&]|\\[,;!()\[\]]|\\q?quad|\\\\|\\text\{[^{}\\]*\}|\band\b|\bor\b"
+    r"|[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*=)*"
+)
+_LIST_WORD = re.compile(r"\band\b|\bor\b|,")
+_JOINED_BOXES = 8
 _BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
 _BARE_TOKEN = re.compile(r"[^\s$]+")
 _NON_BLANK = re.compile(r"\S")
@@ -108,7 +117,7 @@ def _extract_flexible(text: str) -> str | None:
     found = _extract_dapo(text, flexible=True)
     if found is not None:
         return None if found is _REFUSED else found
-    found = _extract_boxed(text)
+    found = boxed_answer(text)
     if found is not None:
         return found
     segment = last_phrase_segment(text)
@@ -129,7 +138,7 @@ def answer_core(pred: str) -> str:
     """
     if len(pred) > _PROSE_CHECK or not has_prose(pred):
         return pred
-    boxed = _extract_boxed(pred)
+    boxed = boxed_answer(pred)
     if boxed is not None:
         return boxed
     picked, _ = pick_answer(pred, anchored=True)
@@ -236,6 +245,59 @@ def _strip_unescaped(answer: str, char: str) -> str:
     if core.endswith("\\") and len(core) < len(stripped):
         core += char
     return core
+
+
+def boxed_answer(text: str, *, every: bool = False) -> str | None:
+    """The last box, or the last boxes joined into one list when only connectors separate
+    them (``\\boxed{1}, \\boxed{2}`` or ``\\boxed{(2, 2)} \\quad\\text{and}\\quad
+    \\boxed{(6, 2)}`` give ``1, 2`` and ``(2, 2), (6, 2)``); at most ``_JOINED_BOXES`` boxes.
+    A list never equals a single gold, so several boxed guesses gain nothing. ``every``
+    (for a gold, which is trusted) also joins boxes that a few words with ``and``, ``or`` or
+    a comma separate (``\\boxed{1} papers and \\boxed{2} bins``)."""
+    found = []
+    end = len(text)
+    for _ in range(_JOINED_BOXES):
+        start = _last_box_before(text, end)
+        if start is None:
+            break
+        opener = _BOX_OPENER.match(text, start)
+        content = _box_content(text, start, opener.end())
+        closing = _box_end(text, opener.end())
+        if content is None or not content.strip() or closing is None:
+            break
+        if found and not _joined(text, closing, found[-1][0], every):
+            break
+        found.append((start, content.strip()))
+        end = start
+    if not found:
+        return None
+    return ", ".join(content for _, content in reversed(found))
+
+
+def _joined(text: str, start: int, end: int, loose: bool) -> bool:
+    """Whether ``text[start:end]``, between two boxes, joins them into one list."""
+    if _BOX_JOINER.fullmatch(text, start, end):
+        return True
+    return loose and end - start <= 40 and _LIST_WORD.search(text, start, end) is not None
+
+
+def _last_box_before(text: str, end: int) -> int | None:
+    index = max(text.rfind("\\boxed", 0, end), text.rfind("\\fbox", 0, end))
+    while index >= 0 and not _BOX_OPENER.match(text, index):
+        index = max(text.rfind("\\boxed", 0, index), text.rfind("\\fbox", 0, index))
+    return index if index >= 0 else None
+
+
+def _box_end(text: str, opener_end: int) -> int | None:
+    """Index just after the box whose command ends at ``opener_end`` (its closing brace)."""
+    i = opener_end
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    if i >= len(text) or text[i] != "{":
+        bare = _BARE_TOKEN.match(text, i)
+        return None if bare is None else bare.end()
+    close = _matching_brace(text, i)
+    return None if close is None else close + 1
 
 
 def _extract_boxed(text: str) -> str | None:

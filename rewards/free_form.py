@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 
 from verimath.rewards.chunks import math_chunks, tail_chunks
+from verimath.rewards.fast_path import parse_number
 from verimath.rewards.phrases import (
     ANSWER_PHRASE,
     CONNECTOR_GAP,
@@ -45,8 +46,9 @@ __all__ = ["final_value", "last_phrase_segment", "pick_answer"]
 _LONE_VARIABLE = re.compile(r"\s*[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*")
 # "=", "\approx" and "\equiv" state a result ("5!=120" is a factorial, not "not equal")
 _EQUALS = re.compile(
-    r"(?<![<>=\\])=(?!=)|\\(?:approx|equiv|implies|Rightarrow|Longrightarrow)(?![A-Za-z])|[≈≡⇒]"
+    r"((?<![<>=\\])=(?!=)|\\(?:approx|equiv|implies|Rightarrow|Longrightarrow)(?![A-Za-z])|[≈≡⇒])"
 )
+_PLAIN_DROP = re.compile(r"\s+|\$|\\[,;!]")
 _COMMANDS = re.compile(r"\\[A-Za-z]+")
 _EQUATION_VARIABLE = re.compile(r"(?<![A-Za-z])[xyz](?![A-Za-z])")  # as in x^2 + y^2 = 4
 _TIMES_X = re.compile(r"(?<=[0-9])\s*x\s*(?=[0-9])")  # "200 x 4/5": x is "times"
@@ -109,8 +111,8 @@ def pick_answer(
     final-answer phrase (else the last copula) that has math after it, the first group of
     chunks; without such a marker (or with ``find_marker=False``: the segment follows a
     final-answer phrase already), the first group. Refused (``(None, True)``): a negation
-    in the sentences from the marker to the answer, or a hedge word in the sentences from
-    the answer to a competing chunk next to it. Not anchored (a whole response): see
+    in its clause (``_clause``), or a hedge word in the sentences from the answer to a
+    competing chunk next to it. Not anchored (a whole response): see
     ``_pick_last``.
     """
     if not anchored:
@@ -123,8 +125,7 @@ def pick_answer(
     candidates = chunks if after is None else [c for c in chunks if c[0] >= after]
     group = _group(segment, candidates, forward=True)
     first = group[0][0] if after is None else after
-    window = segment[_sentence_start(segment, first) : _sentence_end(segment, group[-1][1])]
-    if NEGATION.search(window):
+    if NEGATION.search(_clause(segment, chunks, group)):
         return None, True
     beyond = candidates[len(group)][1] if len(group) < len(candidates) else None
     if beyond is not None:  # a competing chunk: no hedging between the two
@@ -168,6 +169,18 @@ def _ends_sentence(text: str, chunk: tuple[int, int, str]) -> bool:
     raw = text[chunk[0] : chunk[1]].rstrip().rstrip("$")
     raw = raw[:-2] if raw.endswith(("\\)", "\\]")) else raw
     return raw.rstrip().endswith((".", "!", "?"))
+
+
+def _clause(text: str, chunks: list, group: list) -> str:
+    """The text around ``group`` that speaks of it: back to the chunk before it (or its
+    sentence start) and on to the chunk after it (or its sentence end). "the number is not
+    10 which is 1,000.99" does not deny 1,000.99; "The answer is not 42" denies 42."""
+    start, end = group[0][0], group[-1][1]
+    before = [c[1] for c in chunks if c[1] <= start]
+    after = [c[0] for c in chunks if c[0] >= end]
+    left = max(before[-1] if before else 0, _sentence_start(text, start))
+    right = min(after[:1] + [_sentence_end(text, end)])
+    return text[left:start] + " " + text[end:right]
 
 
 def _sentence_start(text: str, pos: int) -> int:
@@ -251,22 +264,31 @@ def _join(group: list[tuple[int, int, str]]) -> str:
 
 def final_value(math: str) -> str:
     """The result a closing computation states: the last side of ``a = b = c`` or of
-    ``a \\implies b`` (``c``, ``b``), skipping a lone variable written last (``17 = x``).
-    Kept whole: one equation in ``x``, ``y`` or ``z`` (``x^2 + y^2 = 4``,
-    ``5x - 7y + 4 = 0``: an answer of its own; ``m + n = 17`` gives ``17``), and
-    ``a = 2, b = 3``."""
-    parts = _EQUALS.split(math)
+    ``a \\implies b`` (``c``, ``b``). An approximation after an exact value is not the
+    result (``1/3 \\approx 0.33`` gives ``1/3``; ``24000 \\cdot 1.01^{30} \\approx 32348``
+    gives ``32348``), nor is a lone variable written last (``17 = x`` gives ``17``). Kept
+    whole: ``y = 2x + 3`` and ``x = 5`` (comparison drops ``x =``), one equation in ``x``,
+    ``y`` or ``z`` (``x^2 + y^2 = 4``: an answer of its own; ``m + n = 17`` gives ``17``),
+    ``f(y) = y``, and ``a = 2, b = 3``."""
+    pieces = _EQUALS.split(math)  # [side, separator, side, ...]
+    parts, separators = pieces[::2], pieces[1::2]
     if len(parts) < 2 or any(_top_level_comma(p) for p in parts[1:-1]):
         return math  # "a = 2, b = 3" assigns several values
     last = _MODULUS.sub("", parts[-1]).strip()
+    previous = parts[-2].strip()
+    if separators[-1].strip() in ("\\approx", "≈") and _is_plain_value(previous):
+        return _MODULUS.sub("", previous).strip() or math
     if _LONE_VARIABLE.fullmatch(last):
-        last = parts[-2].strip()
-        if _LONE_VARIABLE.fullmatch(last):
-            return math
-    elif len(parts) == 2 and _EQUATION_VARIABLE.search(_TIMES_X.sub("", _COMMANDS.sub("", parts[0]))):
-        if not _LONE_VARIABLE.fullmatch(parts[0]):
-            return math
+        return previous if (len(parts) > 2 or _is_plain_value(previous)) else math
+    if len(parts) == 2 and (_LONE_VARIABLE.fullmatch(parts[0]) or _EQUATION_VARIABLE.search(
+            _TIMES_X.sub("", _COMMANDS.sub("", parts[0])))):
+        return math
     return last or math
+
+
+def _is_plain_value(text: str) -> bool:
+    """A number, fraction or mixed number (no operation left to do)."""
+    return parse_number(_PLAIN_DROP.sub("", text).replace("\\dfrac", "\\frac")) is not None
 
 
 def _top_level_comma(text: str) -> bool:

@@ -4,6 +4,8 @@
 math-verify compare like with like. Pure, bounded work (inputs longer than
 ``MAX_ALIGN_CHARS`` are returned unchanged), never raises on ``str``. Rules, in order:
 
+0. A gold that holds a ``\\boxed{}`` (a worked solution passed as the gold) is its box
+   content (``extract.boxed_answer``).
 1. A stray trailing backslash or ``\\\\`` (a line break) at the end of either side is dropped.
 2. ``x \\in I`` is ``I``; a relation in one variable (``-2 \\le x \\le 7``, ``x > 3``,
    ``5 \\geq y``, ``x \\ne 2``, and unions written with ``or``) becomes its interval
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from verimath.rewards.extract import boxed_answer
 from verimath.rewards.fast_path import parse_number
 
 __all__ = [
@@ -73,6 +76,8 @@ def align_pair(pred: str, gold: str) -> tuple[str, str]:
     """``(pred, gold)`` in comparable notation (see the module docstring)."""
     if max(len(pred), len(gold)) > MAX_ALIGN_CHARS:
         return pred, gold
+    if "\\boxed" in gold or "\\fbox" in gold:  # a gold written as a worked answer
+        gold = boxed_answer(gold, every=True) or gold
     pred = strip_trailing_backslash(pred)
     gold = strip_trailing_backslash(gold)
     pred, gold = _align_intervals(pred, gold)

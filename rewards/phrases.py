@@ -56,9 +56,10 @@ ANSWER_PHRASE = re.compile(
 # The other patterns only ever read short windows; a lookahead on their first characters
 # still lets the engine skip most positions.
 COPULA = re.compile(
-    r"(?=[iIaAwWeEbBgGsSvVlLрРсСэЭèéÈÉ是为為等يهب:])(?:"
+    r"(?=[iIaAwWeEbBgGsSvVlLtTрРсСэЭèéÈÉ是为為等يهب:])(?:"
     + _L + r"(?:is|are|was|equals?|be|becomes|gives|est|sont|vaut|es|son|vale|ist|sind|lautet"
     r"|beträgt|равен|равна|равно|равны|составляет|это|è|é)(?![^\W\d_])"
+    r"|(?<![^\W\d_])(?:it|that|this|which|what)['’]s(?![^\W\d_])"
     r"|(?<!因)(?:是|为|為)|等于|等於|يساوي|هي|هو|बराबर|:)",
     re.IGNORECASE,
 )

@@ -139,3 +139,25 @@ def test_flexible_is_linear_on_hostile_text(text):
     extract_answer(text, style="flexible")
     answer_core(text[:3000])
     assert time.perf_counter() - start < 1.5
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("\\boxed{1},\\boxed{2},\\boxed{3}", "1, 2, 3"),
+        ("$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$", "(2, 2), (6, 2)"),
+        ("\\(y_1 = \\boxed{2}\\) and \\(y_2 = \\boxed{3}\\)", "2, 3"),
+        ("\\boxed{5} is wrong, the real answer is \\boxed{7}", "7"),
+        ("Final Answer: The final answer is 12,000,023. I hope it is correct. <|im_start|>user",
+         "12,000,023"),
+        ("So $x = 5+5+1 = 1/3 \\approx 11$", "1/3"),
+        ("It grows to $24000 \\cdot 1.01^{30} \\approx 32348$ dollars.", "32348"),
+        ("Thus $36 - 7 - 2 - 10 = 17 = x$.", "17"),
+        ("We find $x = 7.$  (Since the denominators are nonzero, it is not extraneous.)", "x = 7"),
+        ("Then \\begin{align*} x &= 2 + 3 \\\\ &= 5. \\end{align*}", "5"),
+        ("The 5 plants did not grow, so he has 30-5=25 flowers.", "25"),
+    ],
+)
+def test_flexible_reads_lists_of_boxes_and_closing_computations(response, expected):
+    assert extract_answer(response, style="flexible") == expected
+    assert extract_answer("\\boxed{1},\\boxed{2}", style="boxed") == "2"  # boxed stays strict

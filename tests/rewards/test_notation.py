@@ -78,6 +78,12 @@ def test_other_text_is_no_interval(text):
         ("5\\", "5", True),
         ("\\frac{1}{2}\\\\", "0.5", True),
         ("\\{1, 2\\}", "\\{1, 2\\}\\", True),
+        # a gold given as a worked answer, lists of named values, a spaced comma
+        ("12", "So the total is \\boxed{12}.", True),
+        ("1, 2", "\\boxed{1} papers and \\boxed{2} bins", True),
+        ("-2(x-1)^2+5, 3(x+2)^2-2", "y_{1}=-2x^{2}+4x+3, y_{2}=3x^{2}+12x+10", True),
+        ("1, 2, 3", "{1,2,3}", True),
+        ("32, 349", "32349", False),
     ],
 )
 def test_verdicts_across_notations(pred, gold, expected):
