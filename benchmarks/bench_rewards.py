@@ -163,8 +163,8 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
     n = len(responses)
     clean = [i for i in range(n) if kinds[i] != "pathological"]
     print(f"== scoring {n} responses ({problems} problems x {samples} samples, {cas_percent:g}% "
-          f"rational functions{' with a radical coefficient' if radical else ''}; "
-          f"needing a CAS), timeout {timeout} s")
+          f"rational functions{' with a radical coefficient' if radical else ''}), "
+          f"timeout {timeout} s")
     print(f"   categories: {dict(Counter(kinds))}")
     scores, batch_s, workers = timed_score_batch(responses, golds, timeout)
     _, clean_s, _ = timed_score_batch([responses[i] for i in clean], [golds[i] for i in clean], timeout)

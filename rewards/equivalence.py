@@ -56,6 +56,7 @@ Python-code tokens (``__``, ``import``, ``eval``, ``exec``, ``lambda`` without a
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from verimath.rewards.fast_path import (
     compare_lists,
@@ -166,9 +167,13 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
         return a is not None and a == b
     if p == g:
         return p != "" or None
-    a, b = parse_number(p), parse_number(g)
+    a, b = parse_number(p) or _constant(p), parse_number(g) or _constant(g)
     if a is not None and b is not None:
         return compare_numbers(a, b)
+    if (a is None) != (b is None):
+        versus = _number_versus(a or b, g if a is not None else p)
+        if versus is not None:
+            return versus
     tp, tg = parse_list(p), parse_list(g)
     if tp is not None and tg is not None:
         return compare_lists(tp, tg)
@@ -182,6 +187,36 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     if polynomials is not None:
         return polynomials
     return _compare_rationals(p, g)
+
+
+_MIXED = re.compile(r"[0-9]\s*\\[dt]?frac")
+
+
+def _constant(text: str) -> tuple[Fraction, bool] | None:
+    """The exact value of integer arithmetic (``54 + 84``, ``2^{10} - 1``, ``\\frac{3}{4}
+    \\cdot 8``) as ``parse_number`` gives it, via ``parse_polynomial``; else None."""
+    if not any(op in text for op in "+-*^") and "\\cdot" not in text and "\\times" not in text:
+        return None
+    if _MIXED.search(text):
+        return None  # "2\\frac{1}{2}" may be a mixed number: math-verify's call
+    poly = parse_polynomial(text)
+    if poly is None or poly[0]:
+        return None
+    return (dict(poly[1]).get(0, Fraction(0)), False)
+
+
+def _number_versus(number: tuple[Fraction, bool], other: str) -> bool | None:
+    """A number against something else: an integer and a product of radicals and pi are
+    compared exactly (as two such products are; a decimal is left to math-verify, which
+    rounds); a list, tuple or interval never equals a number."""
+    value, percent = number
+    surd = parse_surd(other)
+    if surd is not None and not percent and value.denominator == 1:
+        return surd == ((value, 1, 0) if value else (Fraction(0), 1, 0))
+    bracketed = other.startswith(("(", "[", "\\{")) and _collection(other)[1] is not None
+    if parse_list(other) is not None or bracketed:
+        return False  # ("1,000.99m" is no list: a bare comma may be a thousands separator)
+    return None
 
 
 def _compare_rationals(p: str, g: str) -> bool | None:

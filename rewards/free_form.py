@@ -48,6 +48,7 @@ _LONE_VARIABLE = re.compile(r"\s*[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*")
 _EQUALS = re.compile(
     r"((?<![<>=\\])=(?!=)|\\(?:approx|equiv|implies|Rightarrow|Longrightarrow)(?![A-Za-z])|[≈≡⇒])"
 )
+_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|\\[lc]?dots|…)\s*|\s*(?:\.\.\.|\\[lc]?dots|…)\s*$")
 _PLAIN_DROP = re.compile(r"\s+|\$|\\[,;!]")
 _COMMANDS = re.compile(r"\\[A-Za-z]+")
 _EQUATION_VARIABLE = re.compile(r"(?<![A-Za-z])[xyz](?![A-Za-z])")  # as in x^2 + y^2 = 4
@@ -271,7 +272,9 @@ def final_value(math: str) -> str:
     ``y`` or ``z`` (``x^2 + y^2 = 4``: an answer of its own; ``m + n = 17`` gives ``17``),
     ``f(y) = y``, and ``a = 2, b = 3``."""
     pieces = _EQUALS.split(math)  # [side, separator, side, ...]
-    parts, separators = pieces[::2], pieces[1::2]
+    parts, separators = [_ELLIPSIS.sub("", p) for p in pieces[::2]], pieces[1::2]
+    while len(parts) > 1 and not parts[-1].strip():  # "31 + 66 = ...": no result written
+        parts, separators = parts[:-1], separators[:-1]
     if len(parts) < 2 or any(_top_level_comma(p) for p in parts[1:-1]):
         return math  # "a = 2, b = 3" assigns several values
     last = _MODULUS.sub("", parts[-1]).strip()
