@@ -5,7 +5,7 @@ Module imports go one way, an arrow pointing at what a module imports
 (``tests/rewards/test_imports.py`` checks it, function-level imports included)::
 
     adapters, cli -> batch, correctness -> pool -> pool_worker -> equivalence
-    equivalence -> notation -> fast_path;  equivalence -> polynomials, size_guard
+    equivalence -> lists -> notation -> extract, fast_path;  equivalence -> polynomials, size_guard
     batch, correctness -> extract -> free_form -> chunks, phrases;  batch -> overlong
 
 Public API (stable names):

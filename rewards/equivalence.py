@@ -66,7 +66,8 @@ from verimath.rewards.fast_path import (
     parse_number,
     parse_surd,
 )
-from verimath.rewards.notation import align_pair, brace_frac_args, matrix_cells
+from verimath.rewards.lists import collection, compare_collections
+from verimath.rewards.notation import align_pair, brace_frac_args
 from verimath.rewards.polynomials import parse_polynomial, parse_rational, rationals_equal
 from verimath.rewards.size_guard import is_intractable
 
@@ -177,7 +178,7 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     tp, tg = parse_list(p), parse_list(g)
     if tp is not None and tg is not None:
         return compare_lists(tp, tg)
-    collections = _compare_collections(p, g)
+    collections = compare_collections(p, g, _same_item)
     if collections is not None:
         return collections
     sp, sg = parse_surd(p), parse_surd(g)
@@ -213,7 +214,7 @@ def _number_versus(number: tuple[Fraction, bool], other: str) -> bool | None:
     surd = parse_surd(other)
     if surd is not None and not percent and value.denominator == 1:
         return surd == ((value, 1, 0) if value else (Fraction(0), 1, 0))
-    bracketed = other.startswith(("(", "[", "\\{")) and _collection(other)[1] is not None
+    bracketed = other.startswith(("(", "[", "\\{")) and collection(other)[1] is not None
     if parse_list(other) is not None or bracketed:
         return False  # ("1,000.99m" is no list: a bare comma may be a thousands separator)
     return None
@@ -242,107 +243,8 @@ def _as_list(normalized: str, raw: str) -> str:
     return "\\{" + normalized + "\\}" if "," in normalized else normalized
 
 
-def _compare_collections(p: str, g: str) -> bool | None:
-    """Matrices cell by cell; bare lists and sets as multisets, tuples in order (from the gold).
-
-    ``p`` and ``g`` are normalized. None when undecided or not collections."""
-    mp, mg = matrix_cells(p), matrix_cells(g)
-    if mp is not None and mg is not None:
-        if [len(row) for row in mp] != [len(row) for row in mg]:
-            return False
-        return _all_items(sum(mp, []), sum(mg, []))
-    kind_g, items_g = _collection(g)
-    kind_p, items_p = _collection(p)
-    if items_g is None or items_p is None or kind_p not in ("bare", "set"):
-        return None
-    if kind_g == "tuple" and kind_p == "bare":
-        return _all_items(items_p, items_g) if len(items_p) == len(items_g) else False
-    if kind_g not in ("bare", "set") or len(items_p) > _MAX_ITEMS:
-        return None
-    if sorted(items_p) == sorted(items_g):
-        return True
-    if len(items_p) != len(items_g):
-        return None
-    return _match_unordered(items_p, items_g)
-
-
-_MAX_ITEMS = 12  # unordered lists longer than this are matched by exact spelling only
-
-
-def _collection(text: str) -> tuple[str, list[str] | None]:
-    """``("set" | "tuple" | "bare", items)`` of a normalized list; items None otherwise.
-
-    Items lose a leading ``x_1 =`` (``x_1 = 2, x_2 = 3`` lists 2 and 3); ``{1,2,3}`` (TeX
-    braces, which group) is read as a set."""
-    if text.startswith("\\{") and text.endswith("\\}"):
-        kind, items = "set", _top_level_items(text[2:-2])
-    elif text.startswith("{") and text.endswith("}") and _closes_at_end(text):
-        kind, items = "set", _top_level_items(text[1:-1])
-    elif text.startswith("(") and text.endswith(")"):
-        items = _top_level_items(text[1:-1])
-        kind, items = "tuple", items if items is not None and _closes_at_end(text) else None
-    else:
-        kind, items = "bare", _top_level_items(text)
-    if items is not None and kind != "tuple":
-        items = [_ITEM_NAME.sub("", item) for item in items]
-    return kind, items
-
-
-_ITEM_NAME = re.compile(r"^[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=(?=[^=]+$)")
-
-
-def _closes_at_end(text: str) -> bool:
-    """Whether the bracket that opens ``text`` closes at its last character."""
-    depth = 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        if depth == 0:
-            return i == len(text) - 1
-    return False
-
-
-def _top_level_items(text: str) -> list[str] | None:
-    """Items of ``text`` split at commas outside brackets; None without such a comma."""
-    items, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
-    return items if len(items) > 1 and all(items) else None
-
-
-def _all_items(a: list[str], b: list[str]) -> bool | None:
-    """Item-wise verdicts in order: all True -> True, any False -> False, else None."""
-    if len(a) != len(b):
-        return False
-    verdicts = [_fast_verdict(x, y, "symbolic") for x, y in zip(a, b)]
-    if all(v is True for v in verdicts):
-        return True
-    return False if any(v is False for v in verdicts) else None
-
-
-def _match_unordered(a: list[str], b: list[str]) -> bool | None:
-    """Multiset match of items: True when each item of ``a`` pairs with an equal one of ``b``;
-    False when some item of ``a`` is certainly unequal to every item of ``b``."""
-    left = list(b)
-    undecided = False
-    for x in a:
-        verdicts = [_fast_verdict(x, y, "symbolic") for y in left]
-        if True in verdicts:
-            left.pop(verdicts.index(True))
-        elif all(v is False for v in verdicts):
-            return False
-        else:
-            undecided = True
-    return None if undecided else True
+def _same_item(x: str, y: str) -> bool | None:
+    return _fast_verdict(x, y, "symbolic")
 
 
 def _compare_polynomials(a, b) -> bool | None:
