@@ -18,11 +18,14 @@ evaluation time is excluded from the wall time. The table compares the trainers
 - at the end of the run,
 - at equal wall time: the shortest final wall time of the main runs, each curve interpolated
   linearly between its checkpoints,
+- at equal CPU time (each run's own process, evaluation excluded): with one torch thread this
+  is the wall time the run would take on an idle machine, so it is what to compare when other
+  jobs share the CPUs (the 1-minute load average is recorded at every checkpoint),
 - at equal generated tokens: the smallest final token count of the main runs, interpolated,
 
 with mean +- sample standard deviation over seeds, and [min, max].
 
-    python benchmarks/bench_vs_trl.py                   # 3 seeds + 2 verimath variants (hours on 2 busy cores)
+    python benchmarks/bench_vs_trl.py                   # 3 seeds + 2 variants (hours)
     python benchmarks/bench_vs_trl.py --quick           # smoke run: 4 steps, 1 seed
     python benchmarks/bench_vs_trl.py --output vs_trl.md   # also write the table (.md, or .json)
 
@@ -95,10 +98,13 @@ def stats(values: list[float | None]) -> dict | None:
 
 
 def budgets(runs: list[dict], labels=MAIN) -> dict:
-    """The common budgets: the smallest final wall time and token count of the runs of
-    ``labels`` (what every one of them reached)."""
+    """The common budgets: the smallest final wall time, CPU time (when every run has it)
+    and token count of the runs of ``labels`` (what every one of them reached)."""
     main = [r for r in runs if r["label"] in labels]
-    return {"wall_s": min(r["wall_s"] for r in main), "tokens": min(r["tokens"] for r in main)}
+    out = {"wall_s": min(r["wall_s"] for r in main), "tokens": min(r["tokens"] for r in main)}
+    if all(r.get("cpu_s") is not None for r in main):
+        out["cpu_s"] = min(r["cpu_s"] for r in main)
+    return out
 
 
 def summarize(runs: list[dict], budget: dict) -> list[dict]:
@@ -111,11 +117,13 @@ def summarize(runs: list[dict], budget: dict) -> list[dict]:
         for field in ("avg", "greedy"):
             row[f"start_{field}"] = stats([r["points"][0][field] for r in mine])
             row[f"final_{field}"] = stats([r["points"][-1][field] for r in mine])
-            for key in ("wall_s", "tokens"):
+            for key in budget:
                 row[f"{key}_{field}"] = stats([value_at(r["points"], key, budget[key], field)
+                                               if key in r["points"][-1] else None
                                                for r in mine])
         row["tokens"] = stats([r["tokens"] for r in mine])
         row["wall_s"] = stats([r["wall_s"] for r in mine])
+        row["cpu_s"] = stats([r.get("cpu_s") for r in mine])
         row["tokens_per_s"] = stats([r["tokens"] / r["wall_s"] for r in mine])
         row["load"] = stats([r["load_mean"] for r in mine])
         row["profile"] = {k: stats([r["profile"].get(k) for r in mine])["mean"]
@@ -140,24 +148,27 @@ def _num(s: dict | None, scale: float = 1.0, digits: int = 0) -> str:
 
 
 def format_table(rows: list[dict], budget: dict) -> str:
-    """The markdown tables: accuracies (percent) and cost, one line per label."""
-    wall, tokens = budget["wall_s"], budget["tokens"] / 1e6
-    head = ["| trainer | seeds | avg@16 final | greedy final | "
-            f"avg@16 @ {wall:.0f} s | greedy @ {wall:.0f} s | "
-            f"avg@16 @ {tokens:.3f}M tok | greedy @ {tokens:.3f}M tok |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    lines = [f"| {r['label']} | {len(r['seeds'])} | {_pct(r['final_avg'])} | "
-             f"{_pct(r['final_greedy'])} | {_pct(r['wall_s_avg'])} | {_pct(r['wall_s_greedy'])} | "
-             f"{_pct(r['tokens_avg'])} | {_pct(r['tokens_greedy'])} |" for r in rows]
-    cost = ["", "| trainer | generated tokens (M) | wall s (no eval) | tokens/s | load (1 min) "
-            "| generate s | score s | update s | other s |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """The markdown tables: accuracies (percent) at the end and at each budget, and cost,
+    one line per label."""
+    names = {"wall_s": f"{budget['wall_s']:.0f} s wall",
+             "cpu_s": f"{budget.get('cpu_s', 0):.0f} s CPU",
+             "tokens": f"{budget['tokens'] / 1e6:.3f}M tok"}
+    columns = [("final", "end")] + [(key, names[key]) for key in names if key in budget]
+    head = ["| trainer | seeds | " + " | ".join(
+                f"avg@16 {name} | greedy {name}" for _, name in columns) + " |",
+            "| --- | --- |" + " --- |" * (2 * len(columns))]
+    lines = [f"| {r['label']} | {len(r['seeds'])} | " + " | ".join(
+                f"{_pct(r[f'{key}_avg'])} | {_pct(r[f'{key}_greedy'])}" for key, _ in columns)
+             + " |" for r in rows]
+    cost = ["", "| trainer | generated tokens (M) | wall s (no eval) | CPU s | tokens/s "
+            "| load (1 min) | generate s | score s | update s | other s |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         p = r["profile"]
         update = p.get("update", 0.0) + p.get("logp_and_advantages", 0.0)
         other = p.get("other", 0.0)
         cost.append(f"| {r['label']} | {_num(r['tokens'], 1e6, 3)} | {_num(r['wall_s'])} | "
-                    f"{_num(r['tokens_per_s'])} | {_num(r['load'], digits=1)} | "
+                    f"{_num(r['cpu_s'])} | {_num(r['tokens_per_s'])} | {_num(r['load'], digits=1)} | "
                     f"{p.get('generate', 0):.0f} | {p.get('score', 0):.0f} | {update:.0f} | "
                     f"{other:.0f} |")
     start = rows[0]

@@ -64,25 +64,30 @@ def heldout(cfg):
 
 
 class Clock:
-    """Wall time of training alone: evaluation pauses it."""
+    """Wall time and CPU time (this process, all its threads) of training alone: evaluation
+    pauses both. With one torch thread the CPU time is what the wall time would be on an
+    idle machine, whatever else shares the CPUs."""
 
     def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-        self.paused = 0.0
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+        self.paused = self.paused_cpu = 0.0
         self.points: list[dict] = []
 
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.t0 - self.paused
+    def elapsed(self) -> tuple[float, float]:
+        return (time.perf_counter() - self.t0 - self.paused,
+                time.process_time() - self.c0 - self.paused_cpu)
 
     def checkpoint(self, step: int, tokens: int, evaluate) -> dict:
-        """Record ``(step, wall, tokens)`` and the held-out metrics ``evaluate()`` returns."""
-        wall, t = self.elapsed(), time.perf_counter()
+        """Record ``(step, wall, cpu, tokens)`` and the held-out metrics ``evaluate()``
+        returns."""
+        (wall, cpu), t, c = self.elapsed(), time.perf_counter(), time.process_time()
         metrics = evaluate()
         self.paused += time.perf_counter() - t
-        point = {"step": step, "wall_s": wall, "tokens": int(tokens),
+        self.paused_cpu += time.process_time() - c
+        point = {"step": step, "wall_s": wall, "cpu_s": cpu, "tokens": int(tokens),
                  "avg": _avg(metrics), "greedy": metrics["eval/greedy"], "load": load_avg()}
         self.points.append(point)
-        print(f"  step {step:4d}  wall {wall:7.1f}s  tokens {tokens:>9,}  "
+        print(f"  step {step:4d}  wall {wall:7.1f}s  cpu {cpu:7.1f}s  tokens {tokens:>9,}  "
               f"avg {point['avg']:.3f}  greedy {point['greedy']:.3f}  load {point['load']:.1f}",
               flush=True)
         return metrics
@@ -103,7 +108,7 @@ def warm_up_scoring(cfg) -> None:
 
 
 def start_point(metrics: dict, load: float) -> dict:
-    return {"step": 0, "wall_s": 0.0, "tokens": 0, "avg": _avg(metrics),
+    return {"step": 0, "wall_s": 0.0, "cpu_s": 0.0, "tokens": 0, "avg": _avg(metrics),
             "greedy": metrics["eval/greedy"], "load": load}
 
 
@@ -366,10 +371,11 @@ def _time_method(owner, name: str, timing: dict, key: str) -> None:
 
 def record(trainer: str, seed: int, overrides: list[str], points: list[dict], profile: dict,
            details: dict) -> dict:
-    """The JSON record of one run: ``points`` (step, wall_s, tokens, avg, greedy, load) from
+    """The JSON record of one run: ``points`` (step, wall_s, cpu_s, tokens, avg, greedy, load) from
     step 0 to the end, the time profile (seconds), and trainer-specific details."""
     return {"trainer": trainer, "seed": seed, "overrides": overrides, "points": points,
-            "wall_s": points[-1]["wall_s"], "tokens": points[-1]["tokens"],
+            "wall_s": points[-1]["wall_s"], "cpu_s": points[-1].get("cpu_s"),
+            "tokens": points[-1]["tokens"],
             "profile": profile, "details": details,
             "load_mean": float(np.mean([p["load"] for p in points]))}
 

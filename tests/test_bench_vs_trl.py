@@ -25,10 +25,10 @@ bench = _load()
 
 
 def _run(label, seed, points, profile=None):
-    pts = [{"step": s, "wall_s": w, "tokens": t, "avg": a, "greedy": g, "load": 1.0}
-           for s, w, t, a, g in points]
+    pts = [{"step": s, "wall_s": w, "cpu_s": w / 2, "tokens": t, "avg": a, "greedy": g,
+            "load": 1.0} for s, w, t, a, g in points]
     return {"label": label, "seed": seed, "points": pts, "wall_s": pts[-1]["wall_s"],
-            "tokens": pts[-1]["tokens"], "load_mean": 1.0,
+            "cpu_s": pts[-1]["cpu_s"], "tokens": pts[-1]["tokens"], "load_mean": 1.0,
             "profile": profile or {"generate": 1.0, "score": 0.5, "update": 2.0}}
 
 
@@ -61,7 +61,9 @@ def test_stats_mean_sample_std_and_range():
 def test_budgets_are_what_every_main_run_reached():
     runs = [_run("verimath", 0, CURVE), _run("trl", 0, [(0, 0, 0, 0.4, 0.8), (20, 40.0, 1200, 0.8, 1.0)]),
             _run("verimath-no-ds", 0, [(0, 0, 0, 0.4, 0.8), (20, 5.0, 100, 0.5, 0.9)])]
-    assert bench.budgets(runs) == {"wall_s": 30.0, "tokens": 1200}
+    assert bench.budgets(runs) == {"wall_s": 30.0, "tokens": 1200, "cpu_s": 15.0}
+    del runs[1]["cpu_s"]  # a run recorded without CPU time: no CPU budget
+    assert "cpu_s" not in bench.budgets(runs)
 
 
 def test_summarize_compares_at_the_budgets_per_label():
@@ -75,6 +77,7 @@ def test_summarize_compares_at_the_budgets_per_label():
     assert v["wall_s_avg"]["mean"] == pytest.approx(0.9)  # budget 30 s: its last point
     assert t["wall_s_avg"]["mean"] == pytest.approx(0.4 + 0.4 * 30 / 40)
     assert v["tokens_avg"]["mean"] == pytest.approx(0.6 + 0.3 * 0.2)  # 1200 tokens
+    assert v["cpu_s_avg"]["mean"] == pytest.approx(0.9)  # 15 CPU s: its last point
     assert v["tokens_per_s"]["mean"] == pytest.approx(2000 / 30)
     assert v["profile"] == {"generate": 1.0, "score": 0.5, "update": 2.0}
 
@@ -83,9 +86,10 @@ def test_format_table_has_a_row_per_label_and_the_budgets():
     runs = [_run("verimath", 0, CURVE), _run("trl", 0, CURVE)]
     budget = bench.budgets(runs)
     table = bench.format_table(bench.summarize(runs, budget), budget)
-    assert "avg@16 @ 30 s" in table and "0.002M tok" in table
+    assert "avg@16 30 s wall" in table and "avg@16 15 s CPU" in table
+    assert "avg@16 0.002M tok" in table
     assert sum(line.startswith("| verimath |") for line in table.splitlines()) == 2
-    assert "| trl | 1 | 90.0 | 100.0 |" in table
+    assert "| trl | 1 | 90.0 | 100.0 | 90.0 | 100.0 |" in table
 
 
 def test_schedule_interleaves_the_trainers_then_runs_each_variant_once():
