@@ -122,7 +122,7 @@ def workdir(tmp_path, monkeypatch):
 
 def _check_as_written(argv: list[str]) -> None:
     """What ``verimath train ARGV`` checks before it starts, without starting."""
-    from verimath.trainer.train_cli import (
+    from verimath.trainer.train import (
         add_arguments,
         check_paths,
         check_run_dir,

@@ -4,7 +4,7 @@ Every public name is imported on first use, so ``import verimath.trainer`` stays
 (no torch) and ``verimath score --help`` stays fast::
 
     from verimath.trainer import load_config, open_state
-    from verimath.trainer.train import train      # the module also runs under torchrun
+    from verimath.trainer.loop import train
     config = load_config("tiny", ["optim.steps=20"])
     with open_state(config, "runs/demo") as state:
         summary = train(state)
@@ -44,7 +44,7 @@ _EXPORTS = {
     "RolloutEngine": "rollout", "HFRolloutEngine": "rollout", "Rollouts": "rollout",
     "SamplingParams": "rollout", "make_engine": "engines",
     "make_char_tokenizer": "tiny", "make_tiny_model": "tiny",
-    "TrainState": "state", "open_state": "state", "save_state": "state",
+    "TrainState": "state", "open_state": "state", "save_state": "checkpointing",
     "rl_step": "step",
 }
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from verimath.trainer.distributed import FORWARD_METHOD
 from verimath.trainer.episodes import Group
 from verimath.trainer.logprobs import pack_sequences, token_logprobs
 
@@ -43,8 +44,9 @@ def pack_batch(groups: list[Group], adv: np.ndarray, *, pad_id: int, device) -> 
     group = np.repeat(np.arange(len(groups)), [len(g.response_ids) for g in groups])
     adv = torch.tensor(np.asarray(adv).reshape(-1), dtype=torch.float32, device=device)
     mask = mask.to(device)
-    batch = TrainBatch(ids.to(device), attention.to(device), mask, mask.clone(), adv,
-                       truncated.to(device), group)
+    padding = torch.tensor([g.padding for g in groups for _ in g.response_ids], device=device)
+    batch = TrainBatch(ids.to(device), attention.to(device), mask * ~padding[:, None], mask,
+                       adv, truncated.to(device), group)
     if all(g.logprobs is not None for g in groups):
         batch.behaviour_logp = response_values(
             [lp for g in groups for lp in g.logprobs], batch.response_mask)
@@ -68,6 +70,15 @@ def trimmed(batch: TrainBatch, rows) -> tuple[torch.Tensor, torch.Tensor, slice]
     return batch.input_ids[rows, :width], batch.attention_mask[rows, :width], slice(0, width - 1)
 
 
+def forward_logprobs(model, input_ids, attention_mask, **kwargs):
+    """``token_logprobs`` of the policy; a model sharded with FSDP runs the memory-bounded
+    (chunked) path through its registered forward method, which gathers its parameters."""
+    method = getattr(model, FORWARD_METHOD, None)
+    if method is not None and kwargs.get("chunk_size", 0) > 0:
+        return method(input_ids, attention_mask, **kwargs)
+    return token_logprobs(model, input_ids, attention_mask, **kwargs)
+
+
 @torch.no_grad()
 def sequence_logprobs(model, batch: TrainBatch, *, micro_batch_size: int,
                       temperature: float, chunk_size: int = 0) -> torch.Tensor:
@@ -77,27 +88,53 @@ def sequence_logprobs(model, batch: TrainBatch, *, micro_batch_size: int,
     for start in range(0, len(batch), micro_batch_size):
         rows = torch.arange(start, min(start + micro_batch_size, len(batch)))
         ids, attention, cols = trimmed(batch, rows)
-        out[rows, cols] = token_logprobs(model, ids, attention, temperature=temperature,
-                                         chunk_size=chunk_size,
-                                         positions=batch.mask[rows, cols]).float()
+        out[rows, cols] = forward_logprobs(model, ids, attention, temperature=temperature,
+                                           chunk_size=chunk_size,
+                                           positions=batch.mask[rows, cols]).float()
     return out
 
 
-def mini_batches(group: np.ndarray, groups_per_batch: int, rng: np.random.Generator, *,
+def mini_batches(group: np.ndarray, parts: int, rng: np.random.Generator, *,
                  by: str = "group") -> list[np.ndarray]:
-    """Row indices of each mini-batch; ``group`` ``(N,)`` maps rows to groups.
+    """Row indices of the ``parts`` mini-batches of one epoch; ``group`` ``(N,)`` maps rows
+    to groups.
 
-    ``by="group"``: a shuffled partition of the groups, ``groups_per_batch`` whole groups
-    each. ``by="sequence"``: the same number of mini-batches, ``ceil(P / groups_per_batch)``,
-    made of the shuffled sequences of all groups, so each update sees samples of every
-    prompt (advantages stay those of each sequence's group: they are computed before).
+    ``by="group"``: a shuffled partition of the groups into ``parts`` sets of whole groups.
+    ``by="sequence"``: a shuffled partition of all sequences, so each update sees samples of
+    every prompt (advantages stay those of each sequence's group: they are computed before).
+    The sizes differ by at most one group (or sequence).
     """
-    num_groups = int(group.max()) + 1 if len(group) else 0
     if by == "group":
-        order = rng.permutation(num_groups)
-        return [np.flatnonzero(np.isin(group, order[i:i + groups_per_batch]))
-                for i in range(0, len(order), groups_per_batch)]
+        num_groups = int(group.max()) + 1 if len(group) else 0
+        return [np.flatnonzero(np.isin(group, chosen))
+                for chosen in np.array_split(rng.permutation(num_groups), parts)]
     if by == "sequence":
-        parts = -(-num_groups // groups_per_batch)  # ceil
         return [np.sort(rows) for rows in np.array_split(rng.permutation(len(group)), parts)]
     raise ValueError(f"by must be 'group' or 'sequence', got {by!r}")
+
+
+def use_sampling_policy(batch: TrainBatch, groups: list[Group]) -> None:
+    """Overwrite the old log-probs of groups kept from an earlier step with those of the
+    policy that sampled them (stored when they were generated), so their importance ratio
+    is ``pi_theta / pi_sampler``."""
+    for i, g in enumerate(groups):
+        if g.old_logprobs is not None:
+            rows = np.flatnonzero(batch.group == i)
+            batch.old_logp[rows] = response_values(g.old_logprobs, batch.response_mask[rows])
+
+
+@torch.no_grad()
+def keep_sampling_policy(model, groups: list[Group], *, pad_id: int, device, **forward) -> None:
+    """Store, in each group that has none yet, the log-probs of its responses under
+    ``model`` (the policy that sampled them, before this step's update): a surplus group
+    trained at a later step is then compared with the policy that generated it."""
+    new = [g for g in groups if g.old_logprobs is None]
+    if not new:
+        return
+    zero = np.zeros((len(new), len(new[0].response_ids)))
+    batch = pack_batch(new, zero, pad_id=pad_id, device=device)
+    batch.mask = batch.response_mask  # padding groups too: every rank runs the same passes
+    logp = sequence_logprobs(model, batch, **forward)  # (N, S-1)
+    for i, g in enumerate(new):
+        rows = np.flatnonzero(batch.group == i)
+        g.old_logprobs = [logp[r][batch.response_mask[r].bool()].cpu().numpy() for r in rows]

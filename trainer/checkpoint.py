@@ -73,7 +73,7 @@ def _config_dict(config) -> dict:
     return dict(config)
 
 
-def _rng_state() -> dict[str, Any]:
+def rng_state() -> dict[str, Any]:
     np_state = np.random.get_state(legacy=False)
     state = {
         "python": random.getstate(),
@@ -91,7 +91,7 @@ def _rng_state() -> dict[str, Any]:
     return state
 
 
-def _set_rng_state(state: Mapping[str, Any]) -> None:
+def set_rng_state(state: Mapping[str, Any]) -> None:
     random.setstate(state["python"])
     npst = state["numpy"]
     np.random.set_state(
@@ -114,7 +114,7 @@ def _set_rng_state(state: Mapping[str, Any]) -> None:
             )
 
 
-def _write_json(path: Path, value) -> None:
+def write_json(path: Path, value) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
@@ -141,8 +141,8 @@ def _write_contents(tmp: Path, *, model, tokenizer, optimizer, scheduler, step, 
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     if scheduler is not None:
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
-    torch.save(_rng_state(), tmp / "rng.pt")
-    _write_json(tmp / "config.json", config)
+    torch.save(rng_state(), tmp / "rng.pt")
+    write_json(tmp / "config.json", config)
     if extra is not None:
         text = _json_exact(extra)
         if text is None:
@@ -151,10 +151,10 @@ def _write_contents(tmp: Path, *, model, tokenizer, optimizer, scheduler, step, 
             (tmp / "extra_state.json").write_text(text + "\n", encoding="utf-8")
     files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
     manifest = {"step": int(step), "format": FORMAT_VERSION, "files": files, "time": time.time()}
-    _write_json(tmp / MANIFEST, manifest)
+    write_json(tmp / MANIFEST, manifest)
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -167,9 +167,9 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_tree(root: Path) -> None:
+def fsync_tree(root: Path) -> None:
     for path in [*sorted(root.rglob("*")), root]:
-        _fsync(path)
+        fsync(path)
 
 
 def save_checkpoint(
@@ -214,12 +214,12 @@ def save_checkpoint(
             config=config,
             extra=extra_state,
         )
-        _fsync_tree(tmp)
-        _move_into_place(tmp, final)
+        fsync_tree(tmp)
+        move_into_place(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync(parent)  # make the rename durable
+    fsync(parent)  # make the rename durable
     if keep_last is not None:
         for old in list_checkpoints(parent)[:-keep_last]:
             if old != final:
@@ -227,7 +227,7 @@ def save_checkpoint(
     return final
 
 
-def _move_into_place(tmp: Path, final: Path) -> None:
+def move_into_place(tmp: Path, final: Path) -> None:
     if not final.exists():
         os.rename(tmp, final)
         return
@@ -392,7 +392,7 @@ def load_checkpoint(
     if scheduler is not None:
         scheduler.load_state_dict(_load_pt(path / "scheduler.pt", "the scheduler", map_location))
     if restore_rng:
-        _set_rng_state(_load_pt(path / "rng.pt", "the RNG states", "cpu"))
+        set_rng_state(_load_pt(path / "rng.pt", "the RNG states", "cpu"))
     extra = None
     if (path / "extra_state.json").is_file():
         extra = _read_json(path / "extra_state.json")

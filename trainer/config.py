@@ -226,6 +226,9 @@ class AlgoConfig:
     together (``mini_batch_prompts`` groups per update). Advantages are per group either way."""
     micro_batch_size: int = 64
     """Sequences per forward/backward (gradient accumulation, exact global token count)."""
+    activation_checkpointing: bool = False
+    """Recompute each decoder layer's activations in the backward pass (less memory, about a
+    third more compute); used with several processes (FSDP) and on one alike."""
     logprob_chunk_size: int = 1024
     """Memory bound of the policy forward: the output head is applied to at most this many
     response positions at a time (log-prob of the taken token and entropy per chunk, each
@@ -317,9 +320,14 @@ class OptimConfig:
     """Max global gradient norm; 0 disables clipping."""
     seed: int = 0
     """Seed of torch, sampling and the problem streams."""
+    max_skipped_updates: int = 5
+    """An update whose gradient is NaN or inf is skipped (and logged as ``optim/skipped``);
+    this many in a row stop the run with a checkpoint."""
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
+        _require(self.max_skipped_updates >= 1,
+                 f"optim.max_skipped_updates must be >= 1, got {self.max_skipped_updates}")
         _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
         _require(self.warmup_steps >= 0, f"optim.warmup_steps must be >= 0, got {self.warmup_steps}")
         _require(self.schedule in ("constant", "linear", "cosine"),
@@ -346,12 +354,19 @@ class WarmstartConfig:
     pretrained: bool = False
     """Also run the warm start on a model loaded from ``model.path``; off (the default), such
     a model starts RL as given and the warm start applies to the built tiny model only."""
+    worked_frac: float = 0.0
+    """Fraction of the targets of ``Arithmetic`` problems that show the worked solution
+    before the answer line, one ``a op b = c`` line per operation in evaluation order
+    (``verimath.trainer.worked``); ``noise`` then puts one operation off and the later lines
+    follow it. The others (all, at 0) are the answer line alone."""
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"warmstart.steps must be >= 0, got {self.steps}")
         _require(self.batch_size >= 1, f"warmstart.batch_size must be >= 1, got {self.batch_size}")
         _require(self.lr > 0, f"warmstart.lr must be > 0, got {self.lr}")
         _require(0 <= self.noise <= 1, f"warmstart.noise must be in [0, 1], got {self.noise}")
+        _require(0 <= self.worked_frac <= 1,
+                 f"warmstart.worked_frac must be in [0, 1], got {self.worked_frac}")
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,16 @@ def _check_limits(target_groups, max_rounds, round_prompts) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+class _OneProcess:
+    """The collectives of a single process: sums over one rank are the values themselves."""
+
+    rank, world = 0, 1
+
+    @staticmethod
+    def all_sum(values) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)
+
+
 def collect_informative(
     generate_round: Callable[[int, int], tuple[Sequence[Any], Any]],
     *,
@@ -125,6 +135,7 @@ def collect_informative(
     margin: float = 1.25,
     min_round_prompts: int = 1,
     carried: Sequence[Any] = (),
+    comm=None,
 ) -> tuple[list[Any], list[Any], SamplingStats]:
     """Run generation rounds until ``target_groups`` informative groups are held.
 
@@ -138,52 +149,81 @@ def collect_informative(
     With ``filter=False`` (naive GRPO): one round runs and every group is kept; nothing is
     carried or left over.
 
+    ``comm`` (``rank``, ``world``, ``all_sum(vector)``, e.g.
+    ``verimath.trainer.distributed.Comm``) makes it data-parallel: every rank generates
+    ``round_prompts`` prompts per full round, the decisions use the counts of all ranks (so
+    every rank stops after the same round), and each rank keeps its quota of the target
+    (:func:`~verimath.trainer.distributed.allocate_quotas`); the stats are global.
+
     Returns ``(kept, surplus, stats)``.
     """
     _check_limits(target_groups, max_rounds, round_prompts)
+    comm = comm or _OneProcess()
     kept: list[Any] = list(carried) if filter else []
     carried_count = len(kept)
-    counts = {"generated": 0, "informative": 0, "all_correct": 0, "all_wrong": 0}
+    counts = np.zeros(4)  # generated, informative, all correct, all wrong (this rank)
     sizes: list[int] = []
     exhausted = False
-    while len(sizes) < (max_rounds if filter else 1) and len(kept) < target_groups:
+    while True:
+        held, dry = comm.all_sum([len(kept), float(exhausted)])
+        if dry or held >= target_groups or len(sizes) >= (max_rounds if filter else 1):
+            break
         size = round_prompts
-        if sizes and adaptive:
-            size = next_round_prompts(target_groups - len(kept), counts["informative"],
-                                      counts["generated"], full=round_prompts, margin=margin,
-                                      floor=min_round_prompts)
+        if sizes and adaptive:  # sized on the counts of all ranks, split between them
+            total = comm.all_sum(counts)
+            size = -(-next_round_prompts(int(target_groups - held), int(total[1]),
+                                         int(total[0]), full=round_prompts * comm.world,
+                                         margin=margin, floor=min_round_prompts)
+                     // comm.world)
         payloads, correct = _check_round(len(sizes), generate_round(len(sizes), size))
         sizes.append(int(correct.shape[0]))
         if correct.shape[0] == 0:
             exhausted = True
-            break
+            continue
         useful = informative_groups(correct)  # (P,)
         n_correct = correct.astype(bool).sum(axis=1)
-        counts["generated"] += len(payloads)
-        counts["informative"] += int(useful.sum())
-        counts["all_correct"] += int((n_correct == correct.shape[1]).sum())
-        counts["all_wrong"] += int((n_correct == 0).sum())
+        counts += [len(payloads), useful.sum(), (n_correct == correct.shape[1]).sum(),
+                   (n_correct == 0).sum()]
         if not filter:
             kept.extend(payloads)
             break
         kept.extend(p for p, u in zip(payloads, useful) if u)
-    surplus = kept[target_groups:] if filter else []
-    kept = kept[:target_groups] if filter else kept
-    short = filter and len(kept) < target_groups
-    return kept, surplus, SamplingStats(
-        rounds=len(sizes),
-        generated_groups=counts["generated"],
-        kept_groups=len(kept),
-        target_groups=int(target_groups),
-        informative_groups=counts["informative"],
-        all_correct_groups=counts["all_correct"],
-        all_wrong_groups=counts["all_wrong"],
-        hit_cap=short and not exhausted,
-        carried_groups=min(carried_count, len(kept)),
-        surplus_groups=len(surplus),
-        round_sizes="+".join(map(str, sizes)),
-        note=_note(short, exhausted, len(sizes), len(kept), target_groups, counts),
-    )
+    quota = len(kept)
+    if filter:
+        quota = _quota(comm, len(kept), target_groups)
+    surplus, kept = kept[quota:], kept[:quota]
+    return kept, surplus, _stats(comm, counts, sizes, kept, surplus, carried_count,
+                                 target_groups, filter, exhausted)
+
+
+def _quota(comm, held: int, target: int) -> int:
+    """How many of this rank's ``held`` groups it trains on."""
+    if comm.world == 1:
+        return min(held, target)
+    from verimath.trainer.distributed import allocate_quotas
+
+    one_hot = np.zeros(comm.world)
+    one_hot[comm.rank] = held
+    counts = [int(round(c)) for c in comm.all_sum(one_hot)]
+    return allocate_quotas(counts, target)[comm.rank]
+
+
+def _stats(comm, counts, sizes, kept, surplus, carried_count, target, filter, exhausted):
+    """The stats of all ranks together (sums; the same on every rank)."""
+    local = [*counts, len(kept), len(surplus), min(carried_count, len(kept)), float(exhausted)]
+    total = comm.all_sum(local + sizes)
+    generated, informative, all_correct, all_wrong, n_kept, n_surplus, n_carried, dry = \
+        (int(round(x)) for x in total[:8])
+    round_sizes = [int(round(x)) for x in total[8:]]
+    short = filter and n_kept < target
+    return SamplingStats(
+        rounds=len(sizes), generated_groups=generated, kept_groups=n_kept,
+        target_groups=int(target), informative_groups=informative,
+        all_correct_groups=all_correct, all_wrong_groups=all_wrong,
+        hit_cap=short and not dry, carried_groups=n_carried, surplus_groups=n_surplus,
+        round_sizes="+".join(map(str, round_sizes)),
+        note=_note(short, dry, len(sizes), n_kept, target,
+                   {"all_correct": all_correct, "all_wrong": all_wrong}))
 
 
 def _note(short, exhausted, rounds, kept, target, counts) -> str:

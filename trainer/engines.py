@@ -9,11 +9,15 @@ model, from a copy saved once in ``<run dir>/engine_model/``) and refreshed by
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import time
 from pathlib import Path
 
+import torch
 from verimath.trainer.config import RolloutConfig, TrainConfig
-from verimath.trainer.rollout import HFRolloutEngine, RolloutEngine
+from verimath.trainer.distributed import Comm, full_parameters
+from verimath.trainer.rollout import HFRolloutEngine, RolloutEngine, WeightSync
 
 ENGINE_MODEL_DIR = "engine_model"
 
@@ -26,22 +30,58 @@ def check_engine(rollout: RolloutConfig) -> None:
                          "rollout.engine=hf")
 
 
-def make_engine(config: TrainConfig, model, tokenizer, *, run_dir: Path,
-                device) -> RolloutEngine:
-    """The rollout engine of ``config`` for ``model`` (see the module docstring)."""
-    r = config.rollout
+class HFCopyEngine(HFRolloutEngine):
+    """The HF engine on its own unsharded copy of the policy: with the policy sharded over
+    ranks, each rank samples from a full copy, refreshed one parameter at a time."""
+
+    def sync_weights(self, model) -> WeightSync:
+        start, pushed, count = time.perf_counter(), 0, 0
+        own = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, tensor in full_parameters(model):  # a collective per parameter
+                own[name].copy_(tensor)
+                pushed, count = pushed + tensor.numel() * tensor.element_size(), count + 1
+        return WeightSync(time.perf_counter() - start, pushed, count)
+
+
+class GatheredPush:
+    """A rollout engine fed from a sharded policy: ``sync_weights`` gathers the policy's
+    parameters one at a time (a collective on every rank) and pushes each full tensor."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+
+    def generate(self, *args, **kwargs):
+        return self.engine.generate(*args, **kwargs)
+
+    def sync_weights(self, model) -> WeightSync:
+        return self.engine.sync_weights(full_parameters(model))
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def make_engine(config: TrainConfig, model, tokenizer, *, run_dir: Path, device,
+                comm: Comm | None = None) -> RolloutEngine:
+    """The rollout engine of ``config`` for ``model`` (see the module docstring); call it
+    before the policy is sharded."""
+    r, comm = config.rollout, comm or Comm()
     if r.engine == "hf":
         whole = max(config.eval.batch_size, r.gen_prompts * r.group_size)
-        return HFRolloutEngine(model, tokenizer, batch_size=r.batch_size or whole)
+        size = r.batch_size or whole
+        if comm.enabled:  # the policy will be sharded: sample from a full copy
+            return HFCopyEngine(copy.deepcopy(model), tokenizer, batch_size=size)
+        return HFRolloutEngine(model, tokenizer, batch_size=size)
     check_engine(r)
     from verimath.trainer.vllm_engine import VLLMRolloutEngine
 
     model_dir = config.model.path
     if model_dir is None:  # the built tiny model: vLLM loads from a directory
         model_dir = Path(run_dir) / ENGINE_MODEL_DIR
-        if not (model_dir / "config.json").is_file():
+        if comm.is_main and not (model_dir / "config.json").is_file():
             model.save_pretrained(model_dir)
             tokenizer.save_pretrained(model_dir)
+        comm.barrier()
     engine = VLLMRolloutEngine(
         str(model_dir), tokenizer, seed=config.optim.seed, dtype=config.model.dtype,
         gpu_memory_utilization=r.vllm_gpu_memory_utilization,
@@ -49,4 +89,4 @@ def make_engine(config: TrainConfig, model, tokenizer, *, run_dir: Path,
         enable_sleep_mode=r.vllm_enable_sleep_mode, max_model_len=r.vllm_max_model_len,
         enforce_eager=r.vllm_enforce_eager)
     engine.sync_weights(model)  # a resumed or warm-started policy differs from the directory
-    return engine
+    return GatheredPush(engine) if comm.enabled else engine

@@ -51,6 +51,16 @@ class Group:
     old_logprobs: list[np.ndarray] | None = None
     """Per response, the log-probs of the policy that sampled it, for a group trained at a
     later step (kept from a surplus); None for a group trained when it was generated."""
+    padding: bool = False
+    """An empty stand-in (zero loss mask) that keeps the ranks' batches the same size."""
+
+    @classmethod
+    def padding_group(cls, group_size: int, token: int) -> Group:
+        """A padding group: ``group_size`` one-token responses to a one-token prompt."""
+        zeros = np.zeros(group_size)
+        return cls(problem_id="", prompt_ids=[token], response_ids=[[token]] * group_size,
+                   rewards=zeros, correct=zeros.astype(bool), truncated=zeros.astype(bool),
+                   padding=True)
 
     def to_dict(self) -> dict:
         """Plain lists and numbers (JSON), for checkpoints."""

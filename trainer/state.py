@@ -1,19 +1,20 @@
 """A training run's long-lived objects, in one typed :class:`TrainState`, and how they are
-built (:func:`open_state`), saved and restored (:func:`save_state`).
+built (:func:`open_state`); saving and restoring them is ``verimath.trainer.checkpointing``.
 
 ``open_state`` checks everything that can fail on user input (device, engine, model
 directory, problem files, checkpoint) before it creates the run directory, then writes
 ``config.yaml``, runs the warm start (the built tiny model only, unless
 ``warmstart.pretrained``), evaluates the held-out set once, and builds the KL reference,
 optimizer, scheduler and episode source; with ``resume`` it restores them from a checkpoint
-instead. The RL step itself is ``verimath.trainer.step.rl_step``; the loop around it,
-evaluation cadence, checkpoints and the summary are in ``verimath.trainer.train``.
+instead. With several ranks (``verimath.trainer.distributed``) the policy is sharded with
+FSDP2 after those steps, and each rank gets its own problem stream and rollout engine. The RL
+step itself is ``verimath.trainer.step.rl_step``; the loop around it, evaluation cadence,
+checkpoints and the summary are in ``verimath.trainer.loop``.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -24,12 +25,15 @@ from typing import Any
 import torch
 from verimath.envs import Problem
 from verimath.rewards.pool import configure_default_pool
-from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
+from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint
+from verimath.trainer.checkpointing import RunRecord, is_sharded, restore_state, saved_record
 from verimath.trainer.config import TrainConfig
 from verimath.trainer.config_io import save_config
+from verimath.trainer.distributed import Comm, broadcast_parameters, rank_seed, shard_model
 from verimath.trainer.engines import check_engine, make_engine
 from verimath.trainer.episodes import EpisodeSource, Group, heldout_problems
 from verimath.trainer.evaluate import evaluate
+from verimath.trainer.metrics import check_backend_packages
 from verimath.trainer.policy import (
     load_policy,
     load_reference,
@@ -43,23 +47,6 @@ from verimath.trainer.schedule import make_lr_lambda
 from verimath.trainer.warmstart import warmstart
 
 REFERENCE_DIR = "reference"
-
-
-@dataclass
-class RunRecord:
-    """What a run has accumulated; saved (as JSON) in every checkpoint."""
-
-    generated_tokens: int = 0
-    trained_tokens: int = 0
-    before: dict[str, float] = field(default_factory=dict)
-    """Held-out metrics before RL (after the warm start)."""
-    after: dict[str, float] | None = None
-    """Held-out metrics after the last RL step."""
-    warmstart: dict[str, float] = field(default_factory=dict)
-    reference: str | None = None
-    """Where the KL reference model lives (``model.path``, or ``reference/`` in the run)."""
-    seconds_before: float = 0.0
-    """Wall seconds of earlier sessions of a resumed run."""
 
 
 @dataclass
@@ -79,8 +66,12 @@ class TrainState:
     scheduler: Any = None
     episodes: EpisodeSource | None = None
     ref_model: torch.nn.Module | None = None
+    comm: Comm = field(default_factory=Comm)
+    """This process's place among the data-parallel ranks."""
     surplus: list[Group] = field(default_factory=list)
     """Informative groups left over by dynamic sampling, for the next steps."""
+    skipped_in_a_row: int = 0
+    """Consecutive optimizer updates skipped for a non-finite gradient."""
     step: int = 0
     start_step: int = 0
     """The step this session started at (the checkpoint's step after a resume)."""
@@ -113,15 +104,20 @@ class TrainState:
 
 
 def open_state(config: TrainConfig, run_dir: str | Path, *, resume: str | Path | None = None,
-               echo: Callable[[str], None] = print) -> TrainState:
-    """Build (or, with ``resume``, restore) every object of a run; see the module docstring."""
-    cfg = config
+               echo: Callable[[str], None] = print, comm: Comm | None = None) -> TrainState:
+    """Build (or, with ``resume``, restore) every object of a run; see the module docstring.
+    ``comm`` places this process among torchrun's ranks (default: one process)."""
+    cfg, comm = config, comm or Comm()
+    check_data_parallel(cfg, comm)
     if cfg.model.threads:
         torch.set_num_threads(cfg.model.threads)
     device, dtype = resolve_device(cfg.model.device, cfg.model.dtype)
+    if comm.enabled and device.type == "cuda":
+        device = torch.device("cuda", comm.local_rank)
     check_engine(cfg.rollout)
+    check_backend_packages(cfg.logging.backends)
     ckpt = load_checkpoint(resolve_checkpoint(resume), restore_rng=False) if resume else None
-    record = RunRecord() if ckpt is None else _saved_record(ckpt)
+    record = RunRecord() if ckpt is None else saved_record(ckpt)
     seed_everything(cfg.optim.seed)
     model, tokenizer = load_policy(cfg.model, device=device, dtype=dtype, seed=cfg.optim.seed)
     procedural = cfg.data.train_file is None  # a file run evaluates on heldout_file only
@@ -132,62 +128,88 @@ def open_state(config: TrainConfig, run_dir: str | Path, *, resume: str | Path |
     if cfg.reward.workers:
         configure_default_pool(cfg.reward.workers)
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)  # every user error above leaves no directory
+    if comm.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)  # no user error above leaves a directory
+        if ckpt is None:
+            save_config(cfg, run_dir / "config.yaml")
+    comm.barrier()
     if ckpt is None:
-        save_config(cfg, run_dir / "config.yaml")
-    engine = make_engine(cfg, model, tokenizer, run_dir=run_dir, device=device)
+        record.warmstart = _warm_start(model, tokenizer, cfg, heldout, echo, comm)
+    elif not is_sharded(ckpt["path"]):
+        load_checkpoint(ckpt["path"], model=model, restore_rng=False)
+    engine = make_engine(cfg, model, tokenizer, run_dir=run_dir, device=device, comm=comm)
     state = TrainState(config=cfg, run_dir=run_dir, device=device, model=model,
                        tokenizer=tokenizer, engine=engine, heldout=heldout, record=record,
-                       resumed=ckpt is not None, echo=echo)
+                       resumed=ckpt is not None, echo=echo if comm.is_main else _quiet,
+                       comm=comm)
     try:
-        if ckpt is None:
-            _warm_start_and_evaluate(state)
-        else:
-            load_checkpoint(ckpt["path"], model=model, restore_rng=False)
-            state.step = state.start_step = ckpt["step"]
-        state.ref_model = _reference_model(state, ckpt) if cfg.algo.kl_coef > 0 else None
-        state.optimizer, state.scheduler = _optimizer(model, cfg)
-        state.episodes = _episodes(state)
-        if ckpt is not None:  # optimizer, scheduler, RNG and the problem stream
-            load_checkpoint(ckpt["path"], optimizer=state.optimizer, scheduler=state.scheduler)
-            state.episodes.load_state_dict(_trainer_state(ckpt)["episodes"])
-            state.surplus = [Group.from_dict(g) for g in _trainer_state(ckpt).get("surplus", [])]
-            engine.sync_weights(model)
-            save_config(cfg, run_dir / "config.yaml")  # the resumed config, overrides included
-            echo(f"resumed from {ckpt['path']} at step {state.step}")
+        _build_training_objects(state, ckpt)
     except BaseException:
         state.close()
         raise
     return state
 
 
-def save_state(state: TrainState) -> Path:
-    """A checkpoint of the run at ``state.step`` (model, optimizer, scheduler, RNGs, record,
-    problem stream)."""
-    record = dataclasses.replace(state.record, seconds_before=state.elapsed())
-    extra = {"run": dataclasses.asdict(record), "episodes": state.episodes.state_dict(),
-             "surplus": [g.to_dict() for g in state.surplus]}
-    return save_checkpoint(state.run_dir / "checkpoints", model=state.model,
-                           tokenizer=state.tokenizer, optimizer=state.optimizer,
-                           scheduler=state.scheduler, step=state.step,
-                           config=state.config.to_dict(), extra_state=extra,
-                           keep_last=state.config.logging.keep_checkpoints)
+def _build_training_objects(state: TrainState, ckpt: dict | None) -> None:
+    """Held-out start, KL reference, sharding, optimizer, episodes; or restore them."""
+    cfg, comm = state.config, state.comm
+    if ckpt is None:
+        state.record.before = evaluate_heldout(state)
+        if state.record.before:
+            state.echo("held-out before RL: " + format_metrics(state.record.before))
+    state.ref_model = _reference_model(state, ckpt) if cfg.algo.kl_coef > 0 else None
+    if comm.enabled:
+        shard = {"device": state.device, "activation_checkpointing":
+                 cfg.algo.activation_checkpointing}
+        state.model = shard_model(state.model, comm, **shard)
+        if state.ref_model is not None:
+            state.ref_model = shard_model(state.ref_model, comm, **shard)
+    state.optimizer, state.scheduler = _optimizer(state.model, cfg)
+    state.episodes = _episodes(state)
+    if ckpt is not None:
+        restore_state(state, ckpt)
+        if comm.is_main:
+            save_config(cfg, state.run_dir / "config.yaml")  # the resumed config, overrides too
+        state.echo(f"resumed from {ckpt['path']} at step {state.step}")
+    elif comm.enabled:  # every rank samples its own responses
+        seed_everything(rank_seed(cfg.optim.seed, comm.rank))
+
+
+def check_data_parallel(config: TrainConfig, comm: Comm) -> None:
+    """ValueError when the batch does not split evenly over the ranks."""
+    if comm.world > 1 and config.rollout.gen_prompts % comm.world:
+        raise ValueError(f"rollout.gen_prompts ({config.rollout.gen_prompts}) must be a "
+                         f"multiple of the number of processes ({comm.world}): each rank "
+                         "generates an equal share of every round")
+
+
+def _quiet(message: str) -> None:
+    """The echo of ranks other than 0: rank 0 speaks for the run."""
 
 
 def evaluate_heldout(state: TrainState) -> dict[str, float]:
     """Held-out ``eval/avg@k``, ``eval/greedy`` and ``eval/problems`` ({} without problems);
-    its sampling is seeded by ``eval.seed`` alone, never by the training RNG."""
-    cfg = state.config
+    its sampling is seeded by ``eval.seed`` alone, never by the training RNG. With several
+    ranks each evaluates its share of the problems and the results are combined."""
+    cfg, comm = state.config, state.comm
+    mine = state.heldout[comm.rank::comm.world]
     if not state.heldout:
         return {}
-    return evaluate(state.engine, state.tokenizer, state.heldout, k=cfg.eval.k,
-                    temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
-                    max_new_tokens=cfg.rollout.max_new_tokens,
-                    template=cfg.model.prompt_template,
-                    use_chat_template=cfg.model.use_chat_template,
-                    answer_style=cfg.reward.answer_style, mode=cfg.reward.mode,
-                    timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size,
-                    seed=cfg.eval.seed)
+    out = evaluate(state.engine, state.tokenizer, mine, k=cfg.eval.k,
+                   temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+                   max_new_tokens=cfg.rollout.max_new_tokens,
+                   template=cfg.model.prompt_template,
+                   use_chat_template=cfg.model.use_chat_template,
+                   answer_style=cfg.reward.answer_style, mode=cfg.reward.mode,
+                   timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size,
+                   seed=cfg.eval.seed + comm.rank)
+    if not comm.enabled:
+        return out
+    keys = [f"eval/avg@{cfg.eval.k}", "eval/greedy"]
+    n = float(len(mine))
+    total = comm.all_sum([out.get(k, 0.0) * n for k in keys] + [n])
+    return {**{k: float(v / total[-1]) for k, v in zip(keys, total)},
+            "eval/problems": float(total[-1])}
 
 
 def sampling_params(config: TrainConfig) -> SamplingParams:
@@ -196,25 +218,28 @@ def sampling_params(config: TrainConfig) -> SamplingParams:
                           max_new_tokens=r.max_new_tokens)
 
 
-def _warm_start_and_evaluate(state: TrainState) -> None:
-    cfg, ws = state.config, state.config.warmstart
+def _warm_start(model, tokenizer, cfg: TrainConfig, heldout: list[Problem], echo,
+                comm: Comm) -> dict[str, float]:
+    """The supervised warm start, for the built tiny model (or ``warmstart.pretrained``);
+    every rank runs the same one, then takes rank 0's weights."""
+    ws = cfg.warmstart
     if ws.steps and cfg.model.path is not None and not ws.pretrained:
-        state.echo(f"model.path is set: the warm start (warmstart.steps={ws.steps}) is for the "
-                   "built tiny model and is skipped; set warmstart.pretrained=true to run it")
-    elif ws.steps:
-        bar = progress_bar(ws.steps, 0, cfg.logging.progress, "warm start")
-        state.record.warmstart = warmstart(
-            state.model, state.tokenizer, family=cfg.data.family, level=cfg.data.level,
-            seed=cfg.data.seed + 1, excluded={p.prompt for p in state.heldout},
-            skip_containing=cfg.data.skip_containing, steps=ws.steps,
-            batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
-            use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
-            noise=ws.noise, progress=bar)
-        bar.close()
-        state.engine.sync_weights(state.model)
-    state.record.before = evaluate_heldout(state)
-    if state.record.before:
-        state.echo("held-out before RL: " + format_metrics(state.record.before))
+        echo(f"model.path is set: the warm start (warmstart.steps={ws.steps}) is for the "
+             "built tiny model and is skipped; set warmstart.pretrained=true to run it")
+        return {}
+    if not ws.steps:
+        return {}
+    bar = progress_bar(ws.steps, 0, cfg.logging.progress and comm.is_main, "warm start")
+    out = warmstart(
+        model, tokenizer, family=cfg.data.family, level=cfg.data.level,
+        seed=cfg.data.seed + 1, excluded={p.prompt for p in heldout},
+        skip_containing=cfg.data.skip_containing, steps=ws.steps,
+        batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
+        use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
+        noise=ws.noise, worked_frac=ws.worked_frac, progress=bar)
+    bar.close()
+    broadcast_parameters(model, comm)
+    return out
 
 
 def _reference_model(state: TrainState, ckpt: dict | None):
@@ -264,30 +289,13 @@ def _episodes(state: TrainState) -> EpisodeSource:
                              cache_length=r.overlong_buffer)
     return EpisodeSource(
         tokenizer=state.tokenizer, engine=state.engine, params=sampling_params(cfg),
-        num_problems=cfg.rollout.gen_prompts, group_size=cfg.rollout.group_size,
+        num_problems=cfg.rollout.gen_prompts // state.comm.world,
+        group_size=cfg.rollout.group_size,
         template=cfg.model.prompt_template, use_chat_template=cfg.model.use_chat_template,
-        family=cfg.data.family, level=cfg.data.level, seed=cfg.data.seed,
+        family=cfg.data.family, level=cfg.data.level,
+        seed=rank_seed(cfg.data.seed, state.comm.rank),  # each rank its own problems
         train_file=cfg.data.train_file, excluded={p.prompt for p in state.heldout},
         reward_kwargs=reward_kwargs, skip_containing=cfg.data.skip_containing)
-
-
-def _trainer_state(ckpt: dict) -> dict:
-    """The trainer's part of a checkpoint (``run`` record and ``episodes`` stream)."""
-    extra = ckpt.get("extra_state")
-    if not isinstance(extra, dict) or not {"run", "episodes"} <= extra.keys():
-        raise ValueError(f"checkpoint {ckpt['path']} holds no trainer state (extra_state needs "
-                         "'run' and 'episodes'): it was not written by verimath train, or is "
-                         "corrupt; resume from an earlier checkpoint directory")
-    return extra
-
-
-def _saved_record(ckpt: dict) -> RunRecord:
-    saved = _trainer_state(ckpt)["run"]
-    names = {f.name for f in dataclasses.fields(RunRecord)}
-    if not isinstance(saved, dict) or not names >= saved.keys():
-        raise ValueError(f"checkpoint {ckpt['path']}: its run record does not match this "
-                         "verimath (written by another version?); start a new run")
-    return RunRecord(**copy.deepcopy(saved))
 
 
 def format_metrics(metrics: dict[str, float]) -> str:

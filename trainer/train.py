@@ -1,166 +1,328 @@
-"""The training loop: RL steps, evaluation cadence, checkpoints and the summary.
+"""``verimath train``: train with DAPO from a preset or YAML file plus dotted overrides.
 
-    with open_state(load_config("tiny", ["optim.steps=20"]), "runs/demo") as state:
-        summary = train(state)
+    verimath train                                   # preset tiny: the embedded CPU default
+    verimath train --config grpo                     # naive GRPO, same task
+    verimath train --config my.yaml algo.eps_high=0.28 optim.lr=1e-6
+    verimath train --resume runs/tiny-20250101-120000 optim.steps=200
+    verimath train --nproc 8 --config dapo-qwen2.5-math-7b model.path=... data.train_file=...
+    torchrun --nproc-per-node 8 -m verimath.trainer.train --config ...   # the same, by hand
 
-One step is :func:`verimath.trainer.step.rl_step`; everything it needs lives in a
-:class:`verimath.trainer.state.TrainState`. Around the steps this module logs one
-``metrics.jsonl`` line per step, evaluates the held-out set every ``eval.every`` steps and
-after the last one, checkpoints every ``logging.save_every`` steps and at the end, and writes
-``summary.json``, the learning curve and a table. The run directory holds::
+This module is also what every torchrun process runs (``python -m verimath.trainer.train``
+takes the same arguments); ``--nproc N`` launches ``torch.distributed.run`` with it.
+The training loop itself is ``verimath.trainer.loop.train`` (also importable from here as
+``verimath.trainer.train.train``).
 
-    config.yaml          the full config of the run
-    metrics.jsonl        one line per RL step (namespaced keys); step 0 is the held-out start
-    checkpoints/step_*   model + tokenizer, optimizer, scheduler, RNG, run record, env state
-    reference/           only with algo.kl_coef > 0 after a warm start: the KL reference
-    engine_model/        only with rollout.engine=vllm and the built tiny model
-    learning_curve.png   a few metrics against the step
-    summary.json         held-out accuracy before/after RL, tokens, wall time
+Overrides may stand anywhere on the line, before or after options. ``--output-dir`` must
+be a new or empty directory: an existing run is continued with ``--resume`` or replaced
+with ``--overwrite``. ``--resume`` takes a run directory (its latest checkpoint) or a
+checkpoint directory and continues from the checkpoint's step with the checkpoint's config
+(overrides still apply); every changed setting is printed, and changes beyond
+:data:`~verimath.trainer.config_io.SAFE_ON_RESUME` need ``--allow-config-change``. The run
+directory's ``config.yaml`` is rewritten with that config once the checkpoint has loaded.
+Errors in settings, files or checkpoints exit with code 2 and a message naming the setting
+or file; Ctrl-C exits with 130 and names the checkpoint to resume from; SIGTERM finishes
+the current step, saves a checkpoint and exits with 0 and the resume command.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timezone
+import argparse
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from verimath.trainer.metrics import MetricsWriter, plot_learning_curve
-from verimath.trainer.progress import bar_echo, progress_bar
-from verimath.trainer.state import TrainState, evaluate_heldout, save_state
-from verimath.trainer.step import rl_step
-
-PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
-             "policy/entropy", "length/mean")
+RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints")
 
 
-def train(state: TrainState) -> dict:
-    """Run RL steps ``state.step .. optim.steps``; returns the summary (also written to
-    ``summary.json``)."""
-    cfg = state.config
-    writer = MetricsWriter(state.run_dir / "metrics.jsonl", resume_step=state.step)
-    bar = progress_bar(cfg.optim.steps, state.step, cfg.logging.progress, "RL")
-    echo, state.echo = state.echo, bar_echo(bar, state.echo)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, metavar="PRESET_OR_YAML",
+                        help="a preset name (see --list-presets) or a YAML file "
+                             "(default: tiny, or the checkpoint's config with --resume)")
+    parser.add_argument("--output-dir", default=None, metavar="DIR",
+                        help="run directory, new or empty (default: a new folder under runs/)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the run already in --output-dir, then start a new one")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="continue from a checkpoint or the latest one of a run directory")
+    parser.add_argument("--allow-config-change", action="store_true",
+                        help="with --resume: accept settings that change what the run trains "
+                             "(every change is printed either way)")
+    parser.add_argument("--list-presets", action="store_true",
+                        help="print the presets with their purpose and exit")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved config as YAML, each field documented, and exit")
+    parser.add_argument("--nproc", type=int, default=None, metavar="N",
+                        help="processes for data-parallel training, one per GPU (launches "
+                             "torchrun; for several nodes run torchrun yourself, see README)")
+    from verimath.trainer import estimate_cli
+
+    estimate_cli.add_arguments(parser)  # --estimate and its inputs
+    parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
+                        help="config overrides, e.g. algo.eps_high=0.28 optim.steps=50")
+
+
+def claim_extra(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """Take overrides that stand after an option (``a.b=1 --output-dir r c.d=2``) into
+    ``args.overrides``, in order; returns what is left (unknown options)."""
+    args.overrides = [*args.overrides, *(a for a in extra if not a.startswith("-"))]
+    return [a for a in extra if a.startswith("-")]
+
+
+def resolve_config(args: argparse.Namespace, *, echo=None):
+    """``(config, run_dir, resume_path)`` from the command line; raises ValueError.
+
+    With ``--resume``, the settings that differ from the checkpoint's config are passed to
+    ``echo`` (``field: old -> new``); changes outside the safe list need
+    ``--allow-config-change``.
+    """
+    from verimath.trainer.config_io import load_config
+
+    if args.resume is not None:
+        return _resolve_resume(args, echo or _stderr)
+    name = args.config or "tiny"  # printing a preset's config needs none of its __requires__
+    config = load_config(name, args.overrides,
+                         check_required=not (args.print_config or args.estimate))
+    run_dir = args.output_dir or config.logging.output_dir
+    if run_dir is None:
+        from verimath.trainer.train import new_run_dir
+
+        run_dir = new_run_dir("runs", Path(name).stem)
+    return config, Path(run_dir), None
+
+
+def _resolve_resume(args: argparse.Namespace, echo):
+    from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint
+    from verimath.trainer.config_io import (
+        apply_overrides,
+        config_changes,
+        config_from_dict,
+        is_safe_on_resume,
+        load_config,
+        yaml_value,
+    )
+
+    resume = resolve_checkpoint(args.resume)
+    meta = load_checkpoint(resume, restore_rng=False)
+    saved = config_from_dict(meta["config"], source=f"checkpoint {resume}")
+    if args.config is None:
+        config = apply_overrides(saved, list(args.overrides))
+    else:
+        config = load_config(args.config, args.overrides)
+    changes = config_changes(saved, config)
+    if changes:
+        echo(f"resuming {resume} with changed settings:\n" + "\n".join(
+            f"  {key}: {yaml_value(old)} -> {yaml_value(new)}" for key, old, new in changes))
+    unsafe = [key for key, _, _ in changes if not is_safe_on_resume(key)]
+    if unsafe and not args.allow_config_change:
+        raise ValueError(
+            f"--resume: {', '.join(unsafe)} would change what the run trains, and the result "
+            "would mix two experiments; start a new run for them (drop --resume), or pass "
+            "--allow-config-change to continue this one with them")
+    run_dir = Path(args.output_dir) if args.output_dir else resume.parent.parent
+    return config, run_dir, resume
+
+
+def _stderr(message: str) -> None:
+    print(f"verimath train: {message}", file=sys.stderr)
+
+
+def check_run_dir(run_dir: Path, *, resume: Path | None, overwrite: bool) -> None:
+    """ValueError unless ``run_dir`` may receive this run: new or empty, the run being
+    resumed, or (``overwrite``) a finished or abandoned run that is to be deleted."""
+    run_dir = Path(run_dir)
+    same_run = resume is not None and run_dir.resolve() == resume.parent.parent.resolve()
+    if overwrite and same_run:
+        raise ValueError(f"--overwrite would delete {run_dir}, which holds the checkpoint "
+                         "being resumed; drop --overwrite, or pass another --output-dir")
+    if same_run or not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise ValueError(f"--output-dir {run_dir} is a file; pass a new directory")
+    if not any(run_dir.iterdir()):
+        return
+    is_run = any((run_dir / name).exists() for name in RUN_FILES)
+    if not is_run:
+        raise ValueError(f"--output-dir {run_dir} is not empty and holds no verimath run; "
+                         "pass a new or empty directory")
+    if not overwrite:
+        raise ValueError(
+            f"--output-dir {run_dir} already holds a run; continue it with "
+            f"`verimath train --resume {run_dir}`, pass --overwrite to delete it and start "
+            "again, or choose another --output-dir")
+
+
+def check_paths(config) -> None:
+    """Fail early, naming the setting, when a path the run needs is missing or unreadable
+    (a problems file is read through once, so a bad row is reported before any work)."""
+    model_path = config.model.path
+    if model_path is not None and not (Path(model_path) / "config.json").is_file():
+        raise ValueError(f"model.path={model_path!r} is not a Hugging Face model directory (no "
+                         "config.json); verimath never downloads models: pass a local directory")
+    from verimath.envs.problem import iter_problems
+
+    for key in ("train_file", "heldout_file"):
+        value = getattr(config.data, key)
+        if value is None:
+            continue
+        if Path(value).is_dir():
+            raise ValueError(f"data.{key}={value!r} is a directory; pass a problems file "
+                             "(.jsonl or .parquet written by verimath prep)")
+        if not Path(value).is_file():
+            raise FileNotFoundError(f"data.{key}={value!r}: no such file")
+        try:  # read it through once: a bad row fails now, not after the warm start
+            count = sum(1 for _ in iter_problems(value))
+        except (ValueError, OSError) as exc:  # ProblemFileError names the file, row and field
+            raise ValueError(f"data.{key}: {exc}") from None
+        if count == 0:
+            raise ValueError(f"data.{key}={value!r} holds no problems")
+
+
+def main(args: argparse.Namespace, *, comm=None) -> int:
+    if args.list_presets:
+        from verimath.trainer.config_io import preset_descriptions
+
+        presets = preset_descriptions()
+        width = max(map(len, presets))
+        print("\n".join(f"{name:<{width}}  {purpose}" for name, purpose in presets.items()))
+        return 0
+    main_rank = comm is None or comm.is_main
+    error = None
     try:
-        if not state.resumed and state.record.before:
-            writer.write(0, state.record.before)  # step 0: the held-out start of RL
-        while state.step < cfg.optim.steps:
-            metrics = rl_step(state)
-            state.step += 1
-            state.record.generated_tokens += int(metrics["compute/generated_tokens"])
-            state.record.trained_tokens += int(metrics["compute/trained_tokens"])
-            metrics.update(_evaluate_if_due(state))
-            writer.write(state.step, metrics)
-            bar.update(1)
-            bar.set_postfix(acc=f"{metrics['reward/accuracy']:.2f}",
-                            kept=int(metrics["sampling/kept_groups"]))
-            every = cfg.logging.save_every
-            if every and state.step % every == 0 and state.step < cfg.optim.steps:
-                save_state(state)
-        bar.close()
-        return _finish(state, writer)
+        config, run_dir, resume = resolve_config(args, echo=None if main_rank else _silent)
+        if args.print_config:
+            print(_documented_config(config, args), end="")
+            return 0
+        if args.estimate:
+            from verimath.trainer.estimate_cli import estimate_report
+
+            print(estimate_report(config, args), end="")
+            return 0
+        if main_rank:  # rank 0 checks for all (the others would see its new directory)
+            check_paths(config)  # before anything is created on disk
+            check_run_dir(run_dir, resume=resume, overwrite=args.overwrite)
+    except (ValueError, OSError) as exc:
+        error = exc
+    if comm is not None and comm.enabled:  # every rank stops, or none does
+        failed = comm.all_sum([float(error is not None)])[0] > 0
+        run_dir = comm.broadcast_object(None if failed else run_dir)
+        error = error or (RuntimeError("rank 0 found an error") if failed else None)
+    if error is not None:
+        if main_rank:
+            _stderr(f"error: {error}")
+        return 2
+    if args.nproc and args.nproc > 1 and comm is None:
+        return launch(args, run_dir)
+    return _train(config, run_dir, resume, overwrite=args.overwrite, comm=comm)
+
+
+def launch(args: argparse.Namespace, run_dir: Path) -> int:
+    """``verimath train --nproc N``: the same command on N torchrun processes (one node)."""
+    argv = ["--output-dir", str(run_dir), *(["--config", args.config] if args.config else []),
+            *(["--resume", args.resume] if args.resume else []),
+            *(["--overwrite"] if args.overwrite else []),
+            *(["--allow-config-change"] if args.allow_config_change else []), *args.overrides]
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+               str(args.nproc), "--standalone", "-m", "verimath.trainer.train", *argv]
+    _stderr(f"launching {args.nproc} processes: {' '.join(command[2:])}")
+    try:
+        return subprocess.call(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    except KeyboardInterrupt:
+        print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
+        return 130
+
+
+def _silent(message: str) -> None:
+    """What ranks other than 0 print: nothing (rank 0 speaks for the run)."""
+
+
+def _documented_config(config, args: argparse.Namespace) -> str:
+    from verimath.trainer.config_io import config_to_commented_yaml, required_settings, setting
+
+    source = args.resume or args.config or "tiny"
+    header = [f"verimath train {'--resume' if args.resume else '--config'} {source} (each "
+              "field's documentation is the comment above it)"]
+    if args.resume is None:
+        header += [f"{key} must be set to train with this config: {hint}"
+                   for key, hint in required_settings(source).items()
+                   if setting(config, key) is None]
+    return config_to_commented_yaml(config, header)
+
+
+def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=None) -> int:
+    from verimath.trainer.loop import Stopped, train
+    from verimath.trainer.state import open_state
+
+    if not config.logging.progress:  # also silence transformers' load/save bars
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    main_rank = comm is None or comm.is_main
+    say = _stderr if main_rank else _silent
+    try:
+        if overwrite and run_dir.exists() and main_rank:
+            say(f"--overwrite: deleting the run in {run_dir}")
+            shutil.rmtree(run_dir)
+        say(f"run directory {run_dir}")
+        state = open_state(config, run_dir, resume=resume, comm=comm)
+    except (ValueError, FileNotFoundError) as exc:  # bad model dir, data file, checkpoint
+        say(f"error: {exc}")
+        return 2
+    except KeyboardInterrupt:  # during the warm start or the first evaluation
+        if main_rank:
+            print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
+        return 130
+    with state:
+        try:
+            train(state)
+        except Stopped as stop:  # SIGTERM, or too many NaN updates: a checkpoint was saved
+            say(str(stop))
+            return stop.exit_code
+        except KeyboardInterrupt:  # Ctrl-C: the checkpoints on disk are complete, say which
+            if main_rank:
+                print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
+            return 130
+    return 0
+
+
+def interrupted_message(run_dir: Path) -> str:
+    """What an interrupted run left: its latest complete checkpoint and how to continue."""
+    from verimath.trainer.checkpoint import latest_checkpoint
+
+    latest = latest_checkpoint(Path(run_dir) / "checkpoints")
+    if latest is None:
+        return (f"interrupted before the first checkpoint; nothing to resume in {run_dir} "
+                "(lower logging.save_every to checkpoint more often)")
+    return (f"interrupted; the latest complete checkpoint is {latest} (metrics.jsonl lines after "
+            f"it are replaced on resume); continue with: verimath train --resume {run_dir}")
+
+
+def __getattr__(name: str):
+    """``train`` is the training loop (``verimath.trainer.loop.train``), imported on first
+    use so that ``verimath --help`` does not load torch."""
+    if name == "train":
+        from verimath.trainer.loop import train
+
+        return train
+    raise AttributeError(f"module 'verimath.trainer.train' has no attribute {name!r}")
+
+
+def run_torch_process(argv: list[str] | None = None) -> int:
+    """One torchrun process (``python -m verimath.trainer.train ARGS``): join the process
+    group, run the ``verimath train`` arguments as this rank, leave the group."""
+    from verimath.trainer.distributed import close_distributed, init_distributed
+
+    parser = argparse.ArgumentParser(prog="python -m verimath.trainer.train",
+                                     description="verimath train, as one torchrun process")
+    add_arguments(parser)
+    args = parser.parse_intermixed_args(argv)
+    comm = init_distributed()
+    try:
+        return main(args, comm=comm)
     finally:
-        bar.close()
-        writer.close()
-        state.echo = echo
+        close_distributed()
 
 
-def _evaluate_if_due(state: TrainState) -> dict[str, float]:
-    """Held-out metrics after the last step (kept in the record, so in the final
-    checkpoint) and every ``eval.every`` steps."""
-    cfg = state.config
-    if state.step == cfg.optim.steps:
-        state.record.after = evaluate_heldout(state)
-        return state.record.after
-    if cfg.eval.every and state.step % cfg.eval.every == 0:
-        return evaluate_heldout(state)
-    return {}
-
-
-def _finish(state: TrainState, writer: MetricsWriter) -> dict:
-    """Final checkpoint, summary.json, learning curve and table.
-
-    Resuming a finished run trains nothing and rewrites nothing: it prints the summary on
-    disk (it writes one only when the run stopped before writing it)."""
-    cfg, record = state.config, state.record
-    summary_file = state.run_dir / "summary.json"
-    done_before = state.resumed and state.start_step >= cfg.optim.steps
-    if done_before:
-        state.echo(f"the run is already at step {state.start_step} of {cfg.optim.steps}: "
-                   "nothing to train (raise optim.steps to continue)")
-        if summary_file.is_file():
-            summary = json.loads(summary_file.read_text(encoding="utf-8"))
-            state.echo(summary_table(summary, state.run_dir))
-            return summary
-    if record.after is None:  # no RL step ran (optim.steps=0)
-        record.after = evaluate_heldout(state)
-        if record.after and not done_before:
-            writer.write(state.step, record.after)
-    if not done_before:
-        save_state(state)
-    summary = make_summary(record, k=cfg.eval.k, wall_seconds=state.elapsed(),
-                           steps=cfg.optim.steps)
-    summary_file.write_text(json.dumps(summary, indent=2) + "\n")
-    if cfg.logging.plot:
-        _plot(state)
-    state.echo(summary_table(summary, state.run_dir))
-    return summary
-
-
-def _plot(state: TrainState) -> None:
-    keys = [k.format(k=state.config.eval.k) for k in PLOT_KEYS]
-    try:
-        plot_learning_curve(state.run_dir / "metrics.jsonl",
-                            state.run_dir / "learning_curve.png", keys=keys)
-    except (ImportError, ValueError) as exc:  # no matplotlib, or no steps logged
-        state.echo(f"learning curve not written: {exc}")
-
-
-def make_summary(record, *, k: int, wall_seconds: float, steps: int) -> dict:
-    """The ``summary.json`` record: accuracies as fractions in [0, 1] (None when no held-out
-    set), token totals and wall time."""
-    before, after = record.before, record.after or {}
-    return {
-        "heldout_acc_before_rl": before.get(f"eval/avg@{k}"),
-        "heldout_acc_after_rl": after.get(f"eval/avg@{k}"),
-        "heldout_greedy_acc_before_rl": before.get("eval/greedy"),
-        "heldout_greedy_acc_after_rl": after.get("eval/greedy"),
-        "heldout_problems": int(after.get("eval/problems", 0)),
-        "eval_k": k,
-        "rl_steps": steps,
-        "generated_tokens": int(record.generated_tokens),
-        "trained_tokens": int(record.trained_tokens),
-        "wall_seconds": round(wall_seconds, 1),
-    }
-
-
-def summary_table(summary: dict, run_dir: Path) -> str:
-    """A small plain-text table of the summary, printed at the end of a run."""
-    def pct(x):
-        return "   n/a" if x is None else f"{100 * x:5.1f}%"
-
-    k = summary["eval_k"]
-    rows = [
-        ("", "before RL", "after RL"),
-        (f"held-out avg@{k}", pct(summary["heldout_acc_before_rl"]),
-         pct(summary["heldout_acc_after_rl"])),
-        ("held-out greedy", pct(summary["heldout_greedy_acc_before_rl"]),
-         pct(summary["heldout_greedy_acc_after_rl"])),
-    ]
-    lines = [f"{a:<18}{b:>11}{c:>11}" for a, b, c in rows]
-    lines += [
-        f"{'RL steps':<18}{summary['rl_steps']:>22}",
-        f"{'generated tokens':<18}{summary['generated_tokens']:>22,}",
-        f"{'trained tokens':<18}{summary['trained_tokens']:>22,}",
-        f"{'wall time':<18}{summary['wall_seconds']:>21.0f}s",
-        f"run directory: {run_dir}",
-    ]
-    return "\n".join(lines)
-
-
-def new_run_dir(root: str | Path = "runs", name: str = "run") -> Path:
-    """A fresh ``root/<name>-<UTC timestamp>`` directory path (suffixed if it exists)."""
-    base = Path(root) / f"{name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
-    path, i = base, 1
-    while path.exists():
-        path, i = Path(f"{base}-{i}"), i + 1
-    return path
+if __name__ == "__main__":
+    sys.exit(run_torch_process())

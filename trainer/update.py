@@ -8,15 +8,19 @@ one piece, however it is split into micro-batches.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verimath.trainer.batch import TrainBatch, trimmed
-from verimath.trainer.logprobs import token_logprobs
+from verimath.trainer.batch import TrainBatch, forward_logprobs, trimmed
+from verimath.trainer.distributed import Comm
 from verimath.trainer.loss import dapo_policy_loss, kl_penalty
 
 TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "policy/approx_kl")
+SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy")
+"""Update metrics that are each rank's share of a global value."""
+LOCAL = Comm()
 
 
 @dataclass(frozen=True)
@@ -52,13 +56,17 @@ def is_weights(batch: TrainBatch, rows, cols, cap: float) -> torch.Tensor | None
 
 
 def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: np.ndarray,
-                         *, settings: LossSettings, micro_batch_size: int,
-                         grad_clip: float) -> dict[str, float]:
-    """One optimizer update on the sequences ``rows`` (gradient accumulation)."""
+                         *, settings: LossSettings, micro_batch_size: int, grad_clip: float,
+                         comm: Comm = LOCAL) -> dict[str, float]:
+    """One optimizer update on the sequences ``rows`` (gradient accumulation; with several
+    ranks, the token and sequence counts are those of all ranks together).
+
+    A non-finite gradient norm (a NaN or inf loss or gradient on any rank) skips the
+    optimizer step (``optim/skipped`` is 1); the schedule still advances."""
     rows_all = torch.from_numpy(np.asarray(rows, dtype=np.int64))
     mask = batch.mask[rows_all]  # (n, S-1)
-    num_tokens = float(mask.sum())
-    num_sequences = float((mask.sum(dim=1) > 0).sum())
+    num_tokens, num_sequences = (float(c) for c in comm.all_sum(
+        [float(mask.sum()), float((mask.sum(dim=1) > 0).sum())]))
     counts = {"num_tokens": num_tokens, "num_sequences": num_sequences,
               "aggregation": settings.aggregation, "horizon": settings.horizon}
     optimizer.zero_grad(set_to_none=True)
@@ -67,9 +75,9 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
         rows = rows_all[start:start + micro_batch_size]
         ids, attention, cols = trimmed(batch, rows)
         m = batch.mask[rows, cols]  # (m, w-1)
-        logp, entropy = token_logprobs(model, ids, attention, temperature=settings.temperature,
-                                       with_entropy=True, chunk_size=settings.chunk_size,
-                                       positions=m)  # (m, w-1) each
+        logp, entropy = forward_logprobs(model, ids, attention, temperature=settings.temperature,
+                                         with_entropy=True, chunk_size=settings.chunk_size,
+                                         positions=m)  # (m, w-1) each
         loss, metrics = dapo_policy_loss(
             logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
             eps_high=settings.eps_high, dual_clip=settings.dual_clip,
@@ -79,17 +87,26 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
             kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, **counts)
             loss = loss + settings.kl_coef * kl
             _add(sums, "loss/kl", float(kl.detach()))
-        loss.backward()
+        # FSDP averages gradients over ranks; the global token mean needs their sum
+        (loss * comm.world if comm.enabled else loss).backward()
         _add(sums, "loss/policy", metrics["loss/policy"])
         n = metrics["policy/tokens"]
         for key in TOKEN_WEIGHTED:
             _add(sums, key, metrics[key] * n / max(num_tokens, 1.0))
         _add(sums, "policy/entropy", float((entropy.detach() * m).sum()) / max(num_tokens, 1.0))
+    if comm.enabled:  # each rank holds its share of every sum: add them up
+        keys = [k for k in SUMMED if k in sums]  # the same keys on every rank
+        sums.update(zip(keys, comm.all_sum([sums.get(k, 0.0) for k in keys]).tolist()))
     params = [p for p in model.parameters() if p.requires_grad]
     norm = torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else float("inf"))
-    sums["optim/grad_norm"] = float(norm)
+    norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # all ranks
+    sums["optim/grad_norm"] = norm
     sums["optim/lr"] = float(optimizer.param_groups[0]["lr"])
-    optimizer.step()
+    sums["optim/skipped"] = 0.0 if math.isfinite(norm) else 1.0
+    if math.isfinite(norm):
+        optimizer.step()
+    else:
+        optimizer.zero_grad(set_to_none=True)
     scheduler.step()
     sums["compute/trained_tokens"] = num_tokens
     return sums
@@ -100,10 +117,13 @@ def _add(sums: dict[str, float], key: str, value: float) -> None:
 
 
 def mean_metrics(records: list[dict[str, float]]) -> dict[str, float]:
-    """Average update metrics over the updates of a step (token counts are summed)."""
+    """Average update metrics over the updates of a step (token counts and skipped updates
+    are summed)."""
     if not records:
         return {}
     out = {k: float(np.mean([r[k] for r in records if k in r])) for k in records[0]}
-    out["compute/trained_tokens"] = float(sum(r["compute/trained_tokens"] for r in records))
+    for key in ("compute/trained_tokens", "optim/skipped"):
+        if key in records[0]:
+            out[key] = float(sum(r[key] for r in records))
     out["optim/updates"] = float(len(records))
     return out

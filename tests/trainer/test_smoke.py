@@ -11,8 +11,8 @@ from verimath.trainer.checkpoint import latest_checkpoint, load_checkpoint
 from verimath.trainer.config_io import load_config
 from verimath.trainer.metrics import read_metrics
 from verimath.trainer.state import open_state
-from verimath.trainer.train import train
-from verimath.trainer.train_cli import main as cli_main
+from verimath.trainer.loop import train
+from verimath.trainer.train import main as cli_main
 
 # A model of ~20K parameters on one-digit arithmetic: the warm start teaches "Answer: d",
 # the digits are then right by chance often enough to give informative groups.
@@ -27,6 +27,7 @@ SMOKE = [
     "algo.kl_coef=0.05",  # the optional KL to the RL-start model, so resume must restore it
     "algo.logprob_chunk_size=7",  # the memory-bounded policy forward, several chunks
     "reward.workers=1",  # sizes the shared scoring pool (the default here would be 2)
+    "logging.backends=[jsonl,tensorboard]",  # event files beside metrics.jsonl
 ]
 REQUIRED_KEYS = [
     "compute/generated_tokens", "compute/trained_tokens", "sampling/generated_groups",
@@ -68,6 +69,7 @@ def test_steps_update_the_model_and_write_everything(smoke_run):
         assert record["compute/generated_tokens"] >= record["sampling/generated_groups"] * 8
     assert (run_dir / "config.yaml").is_file()
     assert (run_dir / "learning_curve.png").stat().st_size > 1000
+    assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
     saved = json.loads((run_dir / "summary.json").read_text())
     assert saved == summary
     for key in ("heldout_acc_before_rl", "heldout_acc_after_rl",
@@ -161,7 +163,7 @@ def test_resuming_a_finished_run_changes_nothing(smoke_run, tmp_path):
 def _args(argv):
     import argparse
 
-    from verimath.trainer.train_cli import add_arguments
+    from verimath.trainer.train import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

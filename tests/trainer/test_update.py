@@ -55,7 +55,7 @@ def test_advantages_are_per_group_and_filtering_zeroes_truncated_rows():
 @given(st.integers(1, 20), st.integers(1, 20), st.integers(2, 4))
 def test_mini_batches_partition_the_rows_into_whole_groups(n, per, g):
     group = np.repeat(np.arange(n), g)  # (N,)
-    parts = mini_batches(group, per, np.random.default_rng(0))
+    parts = mini_batches(group, -(-n // per), np.random.default_rng(0))  # ceil(n / per) parts
     assert sorted(np.concatenate(parts).tolist()) == list(range(n * g))
     for rows in parts:
         groups = set(group[rows].tolist())
@@ -146,7 +146,7 @@ def test_sequence_mini_batches_mix_groups_and_keep_each_groups_advantage(n, per,
     groups = [_group(rng, g=g) for _ in range(n)]
     adv = group_advantages(np.stack([x.rewards for x in groups]), eps=1e-6)  # (P, G)
     batch = pack_batch(groups, adv, pad_id=0, device="cpu")
-    parts = mini_batches(batch.group, per, np.random.default_rng(seed), by="sequence")
+    parts = mini_batches(batch.group, -(-n // per), np.random.default_rng(seed), by="sequence")
     assert len(parts) == -(-n // per)  # as many updates as whole-group mini-batches
     assert sorted(np.concatenate(parts).tolist()) == list(range(n * g))
     assert max(map(len, parts)) - min(map(len, parts)) <= 1

@@ -12,8 +12,8 @@ import pytest
 import torch
 from verimath.trainer.checkpoint import load_checkpoint, save_checkpoint
 from verimath.trainer.config_io import load_config
-from verimath.trainer.train_cli import add_arguments, interrupted_message
-from verimath.trainer.train_cli import main as train_main
+from verimath.trainer.train import add_arguments, interrupted_message
+from verimath.trainer.train import main as train_main
 
 # A run that takes about a second: tiny model, no warm start, no evaluation.
 QUICK = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
@@ -90,7 +90,7 @@ def test_corrupt_safetensors_weights_are_named(tmp_path):
 
 
 def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
-    from verimath.trainer.state import _trainer_state
+    from verimath.trainer.checkpointing import _trainer_state
 
     meta = load_checkpoint(checkpoint, restore_rng=False)
     assert _trainer_state(meta) == {"run": {}, "episodes": {}}
@@ -157,7 +157,7 @@ def test_resume_from_a_corrupt_checkpoint_changes_nothing(finished_run, tmp_path
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
-    import verimath.trainer.train as train_module
+    import verimath.trainer.loop as train_module
 
     def interrupted(state):
         raise KeyboardInterrupt
