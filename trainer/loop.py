@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import signal
-from datetime import datetime, timezone
 from pathlib import Path
 
 from verimath.trainer.checkpointing import save_state
@@ -226,12 +225,3 @@ def summary_table(summary: dict, run_dir: Path) -> str:
         f"run directory: {run_dir}",
     ]
     return "\n".join(lines)
-
-
-def new_run_dir(root: str | Path = "runs", name: str = "run") -> Path:
-    """A fresh ``root/<name>-<UTC timestamp>`` directory path (suffixed if it exists)."""
-    base = Path(root) / f"{name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
-    path, i = base, 1
-    while path.exists():
-        path, i = Path(f"{base}-{i}"), i + 1
-    return path

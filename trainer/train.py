@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints")
@@ -86,8 +87,6 @@ def resolve_config(args: argparse.Namespace, *, echo=None):
                          check_required=not (args.print_config or args.estimate))
     run_dir = args.output_dir or config.logging.output_dir
     if run_dir is None:
-        from verimath.trainer.train import new_run_dir
-
         run_dir = new_run_dir("runs", Path(name).stem)
     return config, Path(run_dir), None
 
@@ -231,6 +230,15 @@ def launch(args: argparse.Namespace, run_dir: Path) -> int:
     except KeyboardInterrupt:
         print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
         return 130
+
+
+def new_run_dir(root: str | Path = "runs", name: str = "run") -> Path:
+    """A fresh ``root/<name>-<UTC timestamp>`` directory path (suffixed if it exists)."""
+    base = Path(root) / f"{name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    path, i = base, 1
+    while path.exists():
+        path, i = Path(f"{base}-{i}"), i + 1
+    return path
 
 
 def _silent(message: str) -> None:
