@@ -39,6 +39,7 @@ BENCH_ARGS ?=
 
 bench: setup
 	$(BIN)/python benchmarks/bench_rewards.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_accuracy.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_envs.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_prep.py $(BENCH_ARGS)
 

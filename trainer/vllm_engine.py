@@ -281,10 +281,43 @@ def _start_llm(folder: Path, options: dict, kv_cache_memory_bytes: int | None):
         options["kv_cache_memory_bytes"] = kv_cache_memory_bytes
     set_num_threads = torch.set_num_threads
     try:
-        with _isolated_rng():
+        with _isolated_rng(), _hidden_from_kernel_scan():
             return LLM(**options)
     finally:
         torch.set_num_threads = set_num_threads
+
+
+@contextlib.contextmanager
+def _hidden_from_kernel_scan():
+    """Hide, while vLLM starts, the modules its CPU kernel registration cannot scan.
+
+    That registration walks the globals of every module in ``sys.modules`` and reads
+    ``vars(value).get(...)`` of each value with a ``__dict__``. llvmlite's ``ffi.lib`` (numba,
+    which the rewards import) answers any attribute, ``__dict__`` included, with a function
+    wrapper, so the scan raises ``AttributeError`` and the engine never starts."""
+    import sys
+
+    hidden = {name: module for name, module in list(sys.modules.items())
+              if _unscannable(module)}
+    for name in hidden:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        sys.modules.update(hidden)
+
+
+def _unscannable(module) -> bool:
+    namespace = getattr(module, "__dict__", None)
+    if not isinstance(namespace, dict):
+        return False
+    for value in list(namespace.values()):
+        try:
+            if hasattr(value, "__dict__") and not hasattr(vars(value), "get"):
+                return True
+        except TypeError:
+            continue
+    return False
 
 
 def _errors_only(record: logging.LogRecord) -> bool:

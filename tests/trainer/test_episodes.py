@@ -92,6 +92,16 @@ def test_stream_state_round_trip():
     b.close()  # idempotent
 
 
+def _file_source(path, *, max_new_tokens: int) -> EpisodeSource:
+    """Rounds of 3 problems x 2 responses from a problems file, shuffled with seed 4."""
+    model = make_tiny_model(TOKENIZER, hidden_size=16, num_layers=1, num_heads=2)
+    return EpisodeSource(
+        tokenizer=TOKENIZER, engine=HFRolloutEngine(model, TOKENIZER),
+        params=SamplingParams(max_new_tokens=max_new_tokens), num_problems=3, group_size=2,
+        template="{prompt}\n", use_chat_template=False, family="Arithmetic", level=1, seed=4,
+        train_file=str(path), excluded=set(), reward_kwargs={"mode": "integer"})
+
+
 def test_problems_file_position_round_trip(tmp_path):
     from verimath.envs import write_problems
 
@@ -99,12 +109,7 @@ def test_problems_file_position_round_trip(tmp_path):
     write_problems([generate("Arithmetic", 0, i, 2) for i in range(10)], path)
 
     def source():
-        model = make_tiny_model(TOKENIZER, hidden_size=16, num_layers=1, num_heads=2)
-        return EpisodeSource(
-            tokenizer=TOKENIZER, engine=HFRolloutEngine(model, TOKENIZER),
-            params=SamplingParams(max_new_tokens=3), num_problems=3, group_size=2,
-            template="{prompt}\n", use_chat_template=False, family="Arithmetic", level=1,
-            seed=4, train_file=str(path), excluded=set(), reward_kwargs={"mode": "integer"})
+        return _file_source(path, max_new_tokens=3)
 
     with source() as a, source() as b:
         a.next_round(0)
@@ -124,12 +129,7 @@ def test_resume_across_an_epoch_boundary_of_a_shuffled_file_poses_the_same_probl
     write_problems([generate("Arithmetic", 0, i, 2) for i in range(5)], path)
 
     def source():
-        model = make_tiny_model(TOKENIZER, hidden_size=16, num_layers=1, num_heads=2)
-        return EpisodeSource(
-            tokenizer=TOKENIZER, engine=HFRolloutEngine(model, TOKENIZER),
-            params=SamplingParams(max_new_tokens=2), num_problems=3, group_size=2,
-            template="{prompt}\n", use_chat_template=False, family="Arithmetic", level=1,
-            seed=4, train_file=str(path), excluded=set(), reward_kwargs={"mode": "integer"})
+        return _file_source(path, max_new_tokens=2)
 
     def ids(src, index):
         return [g.problem_id for g in src.next_round(index)[0]]
