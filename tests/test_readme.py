@@ -74,7 +74,9 @@ def _tiny_checkpoint(folder: Path) -> None:
     from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
 
     tokenizer = make_char_tokenizer()
-    make_tiny_model(tokenizer, hidden_size=32, num_layers=1, num_heads=2).save_pretrained(folder)
+    # head size 32: one that vLLM's CPU attention supports (the README evaluates with vLLM)
+    make_tiny_model(tokenizer, hidden_size=64, num_layers=1, num_heads=2,
+                    max_positions=2048).save_pretrained(folder)  # AIME prompts: ~340 tokens
     tokenizer.save_pretrained(folder)
 
 
