@@ -354,19 +354,12 @@ class WarmstartConfig:
     pretrained: bool = False
     """Also run the warm start on a model loaded from ``model.path``; off (the default), such
     a model starts RL as given and the warm start applies to the built tiny model only."""
-    worked_frac: float = 0.0
-    """Fraction of the targets of ``Arithmetic`` problems that show the worked solution
-    before the answer line, one ``a op b = c`` line per operation in evaluation order
-    (``verimath.trainer.worked``); ``noise`` then puts one operation off and the later lines
-    follow it. The others (all, at 0) are the answer line alone."""
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"warmstart.steps must be >= 0, got {self.steps}")
         _require(self.batch_size >= 1, f"warmstart.batch_size must be >= 1, got {self.batch_size}")
         _require(self.lr > 0, f"warmstart.lr must be > 0, got {self.lr}")
         _require(0 <= self.noise <= 1, f"warmstart.noise must be in [0, 1], got {self.noise}")
-        _require(0 <= self.worked_frac <= 1,
-                 f"warmstart.worked_frac must be in [0, 1], got {self.worked_frac}")
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,7 @@ def _warm_start(model, tokenizer, cfg: TrainConfig, heldout: list[Problem], echo
         skip_containing=cfg.data.skip_containing, steps=ws.steps,
         batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
         use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
-        noise=ws.noise, worked_frac=ws.worked_frac, progress=bar)
+        noise=ws.noise, progress=bar)
     bar.close()
     broadcast_parameters(model, comm)
     return out

@@ -12,9 +12,7 @@ leaving the rest to RL. ``noise`` makes it imperfect on purpose: that fraction o
 gets a wrong integer answer (the gold plus one of -10, -1, +1, +10), so the model learns the
 arithmetic but puts only about ``1 - noise`` of its probability on the right answer; the
 greedy answer is mostly right while samples at temperature 1 often are not, which is what
-RL (rewarded on correctness) then fixes. With ``worked_frac > 0`` that fraction of the
-targets of ``Arithmetic`` problems carry one line per operation before the answer line
-(:func:`verimath.trainer.worked.worked_targets`), and the noise puts one operation off.
+RL (rewarded on correctness) then fixes.
 """
 
 from __future__ import annotations
@@ -26,7 +24,8 @@ import torch
 from verimath.envs import generate
 from verimath.trainer.episodes import ExcludingGenerator, build_prompt_ids, format_prompts
 from verimath.trainer.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.worked import NOISE_OFFSETS, problem_expression, worked_targets
+
+NOISE_OFFSETS = (-10, -1, 1, 10)
 
 
 def noisy_answers(answers: list[str], *, noise: float, rng: np.random.Generator) -> list[str]:
@@ -61,13 +60,12 @@ def supervised_pairs(problems, tokenizer, *, template: str, use_chat_template: b
 
 def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded: set[str],
               skip_containing: tuple[str, ...] = (), steps: int, batch_size: int, lr: float, template: str, use_chat_template: bool,
-              answer_prefix: str, noise: float = 0.0, worked_frac: float = 0.0,
-              progress=None) -> dict[str, float]:
+              answer_prefix: str, noise: float = 0.0, progress=None) -> dict[str, float]:
     """Run ``steps`` AdamW steps of supervised training; returns final loss and time.
 
     Problem ``k`` of the phase is item ``k`` of the procedural stream ``seed`` (a stream of
     its own, never the RL stream), with held-out prompts redrawn; ``noise`` as in
-    :func:`noisy_answers` (with ``worked_frac > 0``, as in :func:`worked_targets`).
+    :func:`noisy_answers`.
     """
     if steps <= 0:
         return {"warmstart/steps": 0.0}
@@ -81,16 +79,10 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
     for _ in range(steps):
         problems = [generate(generator, seed, index + i, level) for i in range(batch_size)]
         index += batch_size
-        if worked_frac:  # whole target texts: step lines (or none), answer_prefix + value
-            answers = worked_targets([problem_expression(p) for p in problems],
-                                     [p.answer for p in problems], answer_prefix=answer_prefix,
-                                     noise=noise, rng=rng, worked_frac=worked_frac)
-        else:
-            answers = noisy_answers([p.answer for p in problems], noise=noise, rng=rng)
+        answers = noisy_answers([p.answer for p in problems], noise=noise, rng=rng)
         prompts, targets = supervised_pairs(problems, tokenizer, template=template,
                                             use_chat_template=use_chat_template,
-                                            answer_prefix="" if worked_frac else answer_prefix,
-                                            answers=answers)
+                                            answer_prefix=answer_prefix, answers=answers)
         ids, attention, mask = pack_sequences(prompts, targets, pad_id=pad_id)
         ids, attention, mask = ids.to(device), attention.to(device), mask.to(device)
         logp = token_logprobs(model, ids, attention)  # (B, S-1)
