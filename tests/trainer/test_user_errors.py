@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 import torch
-from verimath.trainer.checkpoint import load_checkpoint, save_checkpoint
+from verimath.trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from verimath.trainer.config_io import load_config
 from verimath.trainer.train import add_arguments, interrupted_message
 from verimath.trainer.train import main as train_main
@@ -266,3 +266,52 @@ def test_load_tokenizer_takes_a_string_path(finished_run):
     assert tokenizer.decode(tokenizer.encode("1 + 2\nAnswer: 3")) == "1 + 2\nAnswer: 3"
     with pytest.raises(ValueError, match="is not a model directory"):
         load_tokenizer(folder + "-missing")
+
+
+def test_errors_found_when_the_run_starts_leave_no_directory(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",  # as on a machine without vLLM
+                        lambda name, *a: None if name == "vllm" else real_find_spec(name, *a))
+    for override, message in (("rollout.engine=vllm", "verimath[vllm]"),
+                              ("model.device=cuda", "no CUDA device")):
+        if override == "model.device=cuda" and torch.cuda.is_available():
+            continue
+        run_dir = tmp_path / override.split("=")[0]
+        assert _cli(["--output-dir", str(run_dir), *QUICK, override]) == 2
+        assert message in capsys.readouterr().err
+        assert not run_dir.exists()
+
+
+def test_a_loaded_model_starts_rl_as_given(finished_run, tmp_path, capsys):
+    """The tiny preset's noisy warm start is for the built model: model.path skips it (and
+    says so) unless warmstart.pretrained asks for it."""
+    model = finished_run / "checkpoints" / "step_00000001" / "model"
+    given = tmp_path / "given"
+    assert _cli(["--output-dir", str(given), *QUICK, f"model.path={model}",
+                 "warmstart.steps=50", "optim.steps=0"]) == 0
+    assert "warm start (warmstart.steps=50) is for the built tiny model" in capsys.readouterr().out
+    assert (given / "summary.json").is_file()
+    from verimath.trainer.policy import load_pretrained
+
+    saved = load_pretrained(latest_checkpoint(given / "checkpoints") / "model",
+                            dtype=torch.float32)[0].state_dict()
+    original = load_pretrained(model, dtype=torch.float32)[0].state_dict()
+    assert all(torch.equal(saved[k], original[k]) for k in original)  # untouched
+    asked = tmp_path / "asked"
+    assert _cli(["--output-dir", str(asked), *QUICK, f"model.path={model}",
+                 "warmstart.steps=5", "warmstart.pretrained=true", "optim.steps=0"]) == 0
+    warmed = load_pretrained(latest_checkpoint(asked / "checkpoints") / "model",
+                             dtype=torch.float32)[0].state_dict()
+    assert any(not torch.equal(warmed[k], original[k]) for k in original)
+
+
+def test_the_same_model_gives_the_same_evaluation_before_and_after(tmp_path):
+    run_dir = tmp_path / "run"
+    assert _cli(["--output-dir", str(run_dir), *QUICK, "optim.steps=0", "eval.num_problems=12",
+                 "eval.k=2", "rollout.max_new_tokens=6"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["heldout_problems"] == 12
+    assert summary["heldout_acc_before_rl"] == summary["heldout_acc_after_rl"]
+    assert summary["heldout_greedy_acc_before_rl"] == summary["heldout_greedy_acc_after_rl"]
