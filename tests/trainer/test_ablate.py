@@ -1,0 +1,184 @@
+"""``verimath ablate``: variants, the statistics over seeds, run planning, and a micro ablation
+end to end (two variants, one seed, two steps) whose rerun trains nothing."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from verimath.trainer import ablation_runs
+from verimath.trainer.ablation_runs import RunJob, execute, make_jobs, plan_run
+from verimath.trainer.ablation_stats import common_budget, interpolate_curve, t_interval
+from verimath.trainer.ablation_variants import CONTROLS, Variant, select_variants
+from verimath.trainer.cli import main as verimath
+from verimath.trainer.config_io import load_config
+
+finite = st.floats(-1e6, 1e6, allow_nan=False)
+samples = st.lists(finite, min_size=2, max_size=30)
+
+
+# --- statistics -------------------------------------------------------------------------
+
+@given(samples)
+def test_interval_contains_the_mean(values):
+    mean, low, high = t_interval(values)
+    assert low <= mean + 1e-9 * (1 + abs(mean)) and mean <= high + 1e-9 * (1 + abs(mean))
+    assert mean == pytest.approx(float(np.mean(values)), rel=1e-9, abs=1e-9)
+
+
+@given(samples, st.integers(2, 5))
+def test_interval_shrinks_with_more_equal_samples(values, copies):
+    assume(np.ptp(values) > 1e-3)
+    _, low, high = t_interval(values)
+    _, low_more, high_more = t_interval(values * copies)  # the same values, more of them
+    assert high_more - low_more < high - low
+
+
+def test_interval_hand_worked_and_degenerate_cases():
+    mean, low, high = t_interval([1.0, 2.0, 3.0])  # sd 1, t_{0.975, 2} = 4.3027
+    assert (mean, low, high) == pytest.approx((2.0, 2 - 4.3027 / 3**0.5, 2 + 4.3027 / 3**0.5))
+    assert t_interval([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.5)
+    one = t_interval([0.7])
+    assert one[0] == 0.7 and math.isnan(one[1]) and math.isnan(one[2])
+    with pytest.raises(ValueError, match="at least one value"):
+        t_interval([])
+
+
+curves = st.lists(st.tuples(st.floats(0, 1e7), st.floats(0, 1)), min_size=1, max_size=20,
+                  unique_by=lambda p: p[0]).map(sorted)
+
+
+@given(curves)
+def test_interpolation_is_exact_at_the_sample_points(points):
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    for x, y in points:
+        assert interpolate_curve(xs, ys, x) == y
+
+
+@given(curves, st.floats(0, 1), st.floats(0, 1))
+def test_interpolation_is_monotone_where_the_curve_is(points, a, b):
+    xs = [p[0] for p in points]
+    ys = sorted(p[1] for p in points)  # a non-decreasing curve
+    lo, hi = sorted((a, b))
+    x_lo, x_hi = xs[0] + lo * (xs[-1] - xs[0]), xs[0] + hi * (xs[-1] - xs[0])
+    y_lo, y_hi = interpolate_curve(xs, ys, x_lo), interpolate_curve(xs, ys, x_hi)
+    assert ys[0] <= y_lo <= y_hi + 1e-12 and y_hi <= ys[-1]
+
+
+def test_interpolation_between_points_and_its_errors():
+    assert interpolate_curve([0, 100, 300], [0.2, 0.4, 0.8], 200) == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="outside"):
+        interpolate_curve([0, 100], [0.2, 0.4], 150)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        interpolate_curve([0, 100, 50], [0.2, 0.4, 0.5], 10)
+    assert common_budget([300, 120.5, 900]) == 120.5
+
+
+# --- variants and runs ------------------------------------------------------------------
+
+def test_families_dedupe_and_name_variants():
+    everything = select_variants("all")
+    assert len(everything) == len({v.on for v in everything}) == 14
+    cumulative = [v.name for v in select_variants("cumulative")]
+    assert cumulative == ["grpo", "grpo+filter", "grpo+filter+clip-higher",
+                          "grpo+filter+clip-higher+soft-punish", "dapo-dyn-sampling", "dapo"]
+    by_name = {v.name: v for v in everything}
+    assert by_name["grpo+filter"].families == ("cumulative", "add-one")
+    assert by_name["dapo"].families == ("cumulative", "leave-one-out")
+    assert [v.name for v in select_variants("add-one")][0] == "grpo"
+    config = load_config("tiny", Variant(("clip-higher",)).overrides())
+    assert config.algo.clip_higher and not config.algo.dynamic_sampling
+    assert not config.reward.overlong_punishment and len(CONTROLS) == 5
+    with pytest.raises(ValueError, match="--family"):
+        select_variants("some")
+
+
+def test_shared_warm_start_runs_first_and_feeds_its_seed(tmp_path):
+    config = load_config("ablation")
+    assert config.warmstart.steps > 0 and config.eval.every > 0
+    jobs = make_jobs("ablation", select_variants("cumulative")[:2], [0, 1], tmp_path, [],
+                     config=config)
+    assert [j.name for j in jobs] == ["warmstart/seed0", "warmstart/seed1", "grpo/seed0",
+                                      "grpo/seed1", "grpo+filter/seed0", "grpo+filter/seed1"]
+    warm0 = jobs[0]
+    assert "optim.steps=0" in warm0.overrides and [j.name for j in warm0.after] == [
+        "grpo/seed0", "grpo+filter/seed0"]
+    run = load_config("ablation", jobs[3].overrides)
+    assert run.optim.seed == run.data.seed == 1 and run.warmstart.steps == 0
+    assert run.model.path.endswith("warmstart/seed1/checkpoints/step_00000000/model")
+
+
+def test_a_failed_run_is_reported_and_the_others_go_on(tmp_path, monkeypatch):
+    jobs = [RunJob("a/seed0", tmp_path / "a" / "seed0", []),
+            RunJob("b/seed0", tmp_path / "b" / "seed0", [])]
+    jobs[0].after = [RunJob("c/seed0", tmp_path / "c" / "seed0", [])]  # a warm start and
+    jobs[1].after = [RunJob("d/seed0", tmp_path / "d" / "seed0", [])]  # the runs after it
+    jobs += [jobs[0].after[0], jobs[1].after[0]]
+    code = {"a/seed0": 3, "b/seed0": 0, "c/seed0": 0, "d/seed0": 0}
+    def fake_train(job, preset):  # a finished run leaves its summary.json
+        finish = f"p = pathlib.Path({str(job.run_dir)!r}); p.mkdir(parents=True); " \
+                 "(p / 'summary.json').write_text('{}')" if code[job.name] == 0 else "pass"
+        return [sys.executable, "-c", f"import pathlib, sys; print('log line'); {finish}; "
+                                      f"sys.exit({code[job.name]})"]
+
+    monkeypatch.setattr(ablation_runs, "train_command", fake_train)
+    lines = []
+    execute(jobs, "tiny", workers=2, echo=lines.append)
+    assert [j.returncode for j in jobs] == [3, 0, -1, 0]  # c waited on a, which failed
+    assert jobs[2].reason == "its warm start failed"
+    assert "log line" in jobs[0].log.read_text() and any("FAILED (exit 3)" in s for s in lines)
+
+
+def test_ablate_user_errors(capsys):
+    assert verimath(["ablate", "--seeds", "0,x", "--dry-run"]) == 2
+    assert "--seeds" in capsys.readouterr().err
+    assert verimath(["ablate", "algo.clip_higher=true", "--dry-run"]) == 2
+    assert "sets algo.clip_higher itself" in capsys.readouterr().err
+    assert verimath(["ablate", "optim.nope=1", "--dry-run"]) == 2
+    assert verimath(["ablate", "--only", "dapo,grpo+nothing", "--dry-run"]) == 2
+    assert "--only: no variant grpo+nothing" in capsys.readouterr().err
+
+
+# --- end to end -------------------------------------------------------------------------
+
+MICRO = ["model.tiny_hidden_size=16", "model.tiny_layers=1", "model.tiny_heads=2",
+         "rollout.gen_prompts=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
+         "reward.overlong_buffer=2", "algo.train_prompts=2", "algo.mini_batch_prompts=2",
+         "algo.max_gen_rounds=1", "optim.steps=2", "warmstart.steps=0",
+         "eval.num_problems=3", "eval.k=1", "eval.every=1",
+         "eval.batch_size=8", "logging.plot=false", "logging.save_every=1"]
+
+
+def test_micro_ablation_end_to_end_and_rerun_reuses(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "abl"
+    argv = ["ablate", "--config", "ablation", "--family", "add-one", "--only", "grpo,grpo+filter",
+            "--seeds", "0", "--workers", "2", "--output", str(out), *MICRO]
+    two = select_variants("add-one")[:2]  # GRPO and GRPO + overlong filtering
+    assert verimath(argv) == 0, capsys.readouterr().err
+    table = (out / "ablation.md").read_text()
+    assert "| GRPO | 1 |" in table and "| GRPO + overlong filtering | 1 |" in table
+    assert (out / "ablation.png").stat().st_size > 0
+    metrics = {p: p.stat().st_mtime_ns for p in out.glob("*/seed0/metrics.jsonl")}
+    assert len(metrics) == 2
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(subprocess, "call", no_training)
+    capsys.readouterr()
+    assert verimath(argv) == 0
+    assert "2 done" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in metrics} == metrics
+
+    job = make_jobs("ablation", two[:1], [0], out, MICRO, config=load_config("ablation", MICRO))[0]
+    (job.run_dir / "summary.json").unlink()
+    plan_run(job, "ablation")
+    assert job.action == "resume"  # a checkpoint is there, the summary is not
+    job.overrides = [*job.overrides, "algo.eps_low=0.1"]
+    plan_run(job, "ablation")
+    assert job.action == "conflict" and "algo.eps_low" in job.reason

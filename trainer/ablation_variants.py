@@ -1,0 +1,107 @@
+"""The variants of a DAPO ablation: which of the five controls each one switches on.
+
+DAPO is GRPO plus five switches (``verimath.trainer.config``): overlong filtering,
+clip-higher, the soft overlong punishment, the token-level loss and dynamic sampling. A
+variant is the set of switches it turns on; its name and label follow from that set, so two
+families that reach the same set share one variant (and one set of runs). Families:
+
+- ``cumulative``: the paper's path (Yu et al. 2025, Table 1): GRPO, then each control added
+  on top of the previous ones in :data:`CONTROLS` order, ending at DAPO;
+- ``leave-one-out``: DAPO, then DAPO with one control switched off, for each control;
+- ``add-one``: GRPO, then GRPO with one control switched on, for each control;
+- ``all``: the three together, each variant once (14 variants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Control:
+    """One DAPO switch: a short name for variant names, the config key, a label."""
+
+    slug: str
+    key: str
+    label: str
+
+
+CONTROLS = (  # the paper's cumulative order
+    Control("filter", "algo.overlong_filtering", "overlong filtering"),
+    Control("clip-higher", "algo.clip_higher", "clip-higher"),
+    Control("soft-punish", "reward.overlong_punishment", "soft overlong punishment"),
+    Control("token-loss", "algo.token_level_loss", "token-level loss"),
+    Control("dyn-sampling", "algo.dynamic_sampling", "dynamic sampling"),
+)
+FAMILIES = ("cumulative", "leave-one-out", "add-one")
+FAMILY_CHOICES = (*FAMILIES, "all")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A set of switched-on controls (by slug, in :data:`CONTROLS` order) and the families
+    that asked for it."""
+
+    on: tuple[str, ...]
+    families: tuple[str, ...] = ()
+
+    @property
+    def off(self) -> tuple[str, ...]:
+        return tuple(c.slug for c in CONTROLS if c.slug not in self.on)
+
+    @property
+    def name(self) -> str:
+        """Directory name: ``grpo``, ``dapo``, ``grpo+clip-higher``, ``dapo-token-loss``,
+        ``grpo+filter+clip-higher`` (fewer switches on than off: listed as added to GRPO)."""
+        if not self.on:
+            return "grpo"
+        if not self.off:
+            return "dapo"
+        if len(self.off) == 1:
+            return f"dapo-{self.off[0]}"
+        return "grpo+" + "+".join(self.on)
+
+    @property
+    def label(self) -> str:
+        """Table label: ``GRPO``, ``DAPO``, ``DAPO - clip-higher``, ``GRPO + ... + ...``."""
+        labels = {c.slug: c.label for c in CONTROLS}
+        if not self.on:
+            return "GRPO"
+        if not self.off:
+            return "DAPO"
+        if len(self.off) == 1:
+            return f"DAPO - {labels[self.off[0]]}"
+        return "GRPO + " + " + ".join(labels[s] for s in self.on)
+
+    def overrides(self) -> list[str]:
+        """``key=true|false`` for every control (all five, so that the preset's own values
+        never leak into a variant)."""
+        return [f"{c.key}={'true' if c.slug in self.on else 'false'}" for c in CONTROLS]
+
+
+def family_variants(family: str) -> list[tuple[str, ...]]:
+    """The switched-on sets of one family, in its reading order (its reference first)."""
+    slugs = [c.slug for c in CONTROLS]
+    if family == "cumulative":
+        return [tuple(slugs[:k]) for k in range(len(slugs) + 1)]
+    if family == "leave-one-out":  # DAPO first: the reference of the family
+        return [tuple(slugs)] + [tuple(s for s in slugs if s != off) for off in slugs]
+    if family == "add-one":  # GRPO first
+        return [()] + [(on,) for on in slugs]
+    raise ValueError(f"--family must be one of {', '.join(FAMILY_CHOICES)}, got {family!r}")
+
+
+def select_variants(family: str) -> list[Variant]:
+    """The variants of ``family`` (or of ``all``), each switched-on set once, with every
+    family it belongs to; order: first appearance (cumulative, leave-one-out, add-one)."""
+    names = FAMILIES if family == "all" else (family,)
+    if family != "all" and family not in FAMILIES:
+        raise ValueError(f"--family must be one of {', '.join(FAMILY_CHOICES)}, got {family!r}")
+    members: dict[tuple[str, ...], list[str]] = {}
+    for fam in FAMILIES:  # every family, so that a variant lists all it belongs to
+        for on in family_variants(fam):
+            members.setdefault(on, []).append(fam)
+    chosen: list[tuple[str, ...]] = []
+    for fam in names:
+        chosen += [on for on in family_variants(fam) if on not in chosen]
+    return [Variant(on, tuple(members[on])) for on in chosen]
