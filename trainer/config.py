@@ -40,7 +40,9 @@ class ModelConfig:
     device: str = "auto"
     """``auto`` (CUDA when present, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
     dtype: str = "auto"
-    """``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``."""
+    """``auto`` (bfloat16 on one CUDA GPU, float32 on the CPU; with several processes on
+    GPUs float32 master weights that FSDP computes with in bfloat16), ``float32``,
+    ``bfloat16`` or ``float16``."""
     use_chat_template: bool = True
     """Wrap prompts with the tokenizer's chat template when it has one."""
     prompt_template: str = "dapo"

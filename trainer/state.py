@@ -114,6 +114,8 @@ def open_state(config: TrainConfig, run_dir: str | Path, *, resume: str | Path |
     device, dtype = resolve_device(cfg.model.device, cfg.model.dtype)
     if comm.enabled and device.type == "cuda":
         device = torch.device("cuda", comm.local_rank)
+        if cfg.model.dtype == "auto":  # fp32 master weights; FSDP computes in bf16
+            dtype = torch.float32
     check_engine(cfg.rollout)
     check_backend_packages(cfg.logging.backends)
     ckpt = load_checkpoint(resolve_checkpoint(resume), restore_rng=False) if resume else None

@@ -59,8 +59,10 @@ def test_recipes_fit_their_model_and_gpus(name):
     assert c.reward.overlong_buffer < c.rollout.max_new_tokens
     run = run_shape(c, PRESET_GPUS[name])
     if name == "dapo-qwen2.5-32b":  # a 22,528-token sequence needs activation checkpointing
-        assert not estimate_run(model_shape(KNOWN_SHAPES["Qwen2.5-32B"]), run, GPUS["H100"]).fits
-        run = dataclasses.replace(run, activation_checkpointing=True)
+        assert run.activation_checkpointing
+        without = dataclasses.replace(run, activation_checkpointing=False)
+        assert not estimate_run(model_shape(KNOWN_SHAPES["Qwen2.5-32B"]), without,
+                                GPUS["H100"]).fits
     estimate = estimate_run(model_shape(KNOWN_SHAPES[PRESET_MODELS[name]]), run, GPUS["H100"])
     assert estimate.fits and estimate.peak_gib < 0.8 * 80
 
