@@ -9,9 +9,9 @@ import pytest
 import torch
 from verimath.trainer.checkpoint import latest_checkpoint, load_checkpoint
 from verimath.trainer.config_io import load_config
+from verimath.trainer.loop import train
 from verimath.trainer.metrics import read_metrics
 from verimath.trainer.state import open_state
-from verimath.trainer.loop import train
 from verimath.trainer.train import main as cli_main
 
 # A model of ~20K parameters on one-digit arithmetic: the warm start teaches "Answer: d",
