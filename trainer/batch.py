@@ -47,9 +47,11 @@ def pack_batch(groups: list[Group], adv: np.ndarray, *, pad_id: int, device) -> 
     padding = torch.tensor([g.padding for g in groups for _ in g.response_ids], device=device)
     batch = TrainBatch(ids.to(device), attention.to(device), mask * ~padding[:, None], mask,
                        adv, truncated.to(device), group)
-    if all(g.logprobs is not None for g in groups):
+    if all(g.logprobs is not None or g.padding for g in groups):  # padding: masked out
         batch.behaviour_logp = response_values(
-            [lp for g in groups for lp in g.logprobs], batch.response_mask)
+            [lp for g in groups for lp in (g.logprobs if not g.padding else
+                                           [np.zeros(len(r)) for r in g.response_ids])],
+            batch.response_mask)
     return batch
 
 

@@ -50,7 +50,7 @@ class Comm:
 
     def all_sum(self, values) -> np.ndarray:
         """Element-wise sum over ranks of a small float vector (every rank must call it)."""
-        local = np.asarray(values, dtype=np.float64)
+        local = np.array(values, dtype=np.float64)  # a copy: the reduction works in place
         if not self.enabled:
             return local
         import torch.distributed as dist

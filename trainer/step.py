@@ -79,7 +79,7 @@ def rl_step(state: TrainState) -> dict[str, float]:
                              pad_id=state.pad_id, device=state.device, **fwd)
         if state.ref_model is not None:  # optional KL: the model RL started from
             batch.ref_logp = sequence_logprobs(state.ref_model, batch, **fwd)
-        extra.update(engine_mismatch(batch))  # engine vs trainer log-probs, sampled tokens
+        extra.update(engine_mismatch(batch, comm))  # engine vs trainer log-probs, all ranks
         eps_low, eps_high = algo.clip_range
         settings = LossSettings(
             eps_low=eps_low, eps_high=eps_high,  # DAPO 1: clip-higher, eps_high > eps_low

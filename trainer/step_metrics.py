@@ -14,18 +14,18 @@ from verimath.trainer.episodes import Group, RoundStats
 
 
 @torch.no_grad()
-def engine_mismatch(batch: TrainBatch) -> dict[str, float]:
+def engine_mismatch(batch: TrainBatch, comm) -> dict[str, float]:
     """How far the rollout engine's log-probs are from the trainer's recomputed old
-    log-probs on the sampled loss tokens: mean absolute difference and the k3 estimate of
-    KL(engine || trainer); {} when the engine gave none."""
-    if batch.behaviour_logp is None:
+    log-probs on the sampled loss tokens of all ranks: mean absolute difference and the k3
+    estimate of KL(engine || trainer); {} when the engine gave none (on any rank)."""
+    local = [0.0, 0.0, 0.0]
+    if batch.behaviour_logp is not None:
+        diff = (batch.old_logp - batch.behaviour_logp)[batch.mask.bool()]  # log pi_old - pi_eng
+        local = [float(diff.abs().sum()), float((diff.exp() - 1 - diff).sum()), diff.numel()]
+    ready, abs_sum, k3_sum, tokens = comm.all_sum([batch.behaviour_logp is not None, *local])
+    if ready < comm.world or tokens == 0:
         return {}
-    keep = batch.mask.bool()
-    diff = (batch.old_logp - batch.behaviour_logp)[keep]  # log pi_old - log pi_engine
-    if diff.numel() == 0:
-        return {}
-    return {"rollout/logp_abs_diff": float(diff.abs().mean()),
-            "rollout/kl_engine_trainer": float((diff.exp() - 1 - diff).mean())}
+    return {"rollout/logp_abs_diff": abs_sum / tokens, "rollout/kl_engine_trainer": k3_sum / tokens}
 
 
 def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, float],

@@ -74,18 +74,21 @@ def uneven_sampling(comm, out: Path) -> None:
     """Rank 0 sees almost only informative groups, the others almost none."""
     rng = np.random.default_rng(comm.rank)
     rate = 0.9 if comm.rank == 0 else 0.1
+    truth = {"generated": 0, "informative": 0}  # what this rank really saw
 
     def generate_round(index, num_prompts):
         correct = np.zeros((num_prompts, G), dtype=bool)
         informative = rng.random(num_prompts) < rate
         correct[informative, 0] = True
+        truth["generated"] += num_prompts
+        truth["informative"] += int(informative.sum())
         return [(comm.rank, index, i) for i in range(num_prompts)], correct
 
     kept, surplus, stats = collect_informative(
         generate_round, target_groups=10, max_rounds=3, round_prompts=4, adaptive=True,
         min_round_prompts=2, comm=comm)
     record = {"kept": len(kept), "surplus": len(surplus), "stats": stats.as_metrics(),
-              "round_sizes": stats.round_sizes}
+              "round_sizes": stats.round_sizes, **truth}
     (out / f"sampling_rank{comm.rank}.json").write_text(json.dumps(record))
 
 

@@ -3,7 +3,8 @@
 - one update on a fixed global batch gives the same parameters with 2 ranks as with 1;
 - dynamic sampling with an uneven spread of informative groups across ranks ends with the
   same decisions on both ranks and the kept count of the target;
-- a 2-rank tiny run saves a sharded checkpoint and resumes with 1 rank.
+- a 2-rank tiny run saves a sharded checkpoint, resumes with 2 ranks (sampling from the
+  resumed weights), then with 1 rank.
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ def test_uneven_dynamic_sampling_agrees_on_every_rank(two_ranks):
     assert sum(kept) == records[0]["stats"]["sampling/kept_groups"]
     assert sum(kept) == 10 or records[0]["stats"]["sampling/hit_cap"] == 1.0
     assert kept[0] > kept[1]  # rank 0 found most informative groups and trains on them
+    for key in ("generated", "informative"):  # the global counts are the ranks' sums, once
+        assert records[0]["stats"][f"sampling/{key}_groups"] == sum(r[key] for r in records)
+    assert sum(kept) + sum(r["surplus"] for r in records) == sum(r["informative"]
+                                                                for r in records)
 
 
 def test_quotas_add_up_and_never_exceed_what_a_rank_holds():
@@ -83,15 +88,16 @@ def test_quotas_add_up_and_never_exceed_what_a_rank_holds():
     assert allocate_quotas([4, 4], 6) == [3, 3]
 
 
+# "Answer: 7" and EOS fit in 12 tokens: the warm-started model answers some right, so steps train
 TINY = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
         "data.level=1", "warmstart.steps=60", "warmstart.lr=1e-2", "warmstart.batch_size=16",
-        "rollout.gen_prompts=4", "rollout.group_size=4", "rollout.max_new_tokens=8",
+        "rollout.gen_prompts=4", "rollout.group_size=4", "rollout.max_new_tokens=12",
         "reward.overlong_buffer=2", "algo.train_prompts=2", "algo.mini_batch_prompts=2",
         "algo.max_gen_rounds=2", "eval.num_problems=6", "eval.k=2", "logging.progress=false",
         "logging.plot=false", "logging.save_every=1", "reward.workers=1"]
 
 
-def test_two_rank_run_resumes_with_one_rank(tmp_path):
+def test_two_rank_run_resumes_with_two_ranks_then_with_one(tmp_path):
     run = tmp_path / "run"
     torchrun(["-m", "verimath.trainer.train", "--output-dir", str(run), *TINY,
               "optim.steps=2"], cwd=tmp_path)
@@ -99,16 +105,24 @@ def test_two_rank_run_resumes_with_one_rank(tmp_path):
     assert (step2 / "dcp").is_dir() and (step2 / "rank_1.pt").is_file()
     assert (step2 / "model" / "config.json").is_file()  # the final export, for eval and users
     assert [r["step"] for r in read_metrics(run / "metrics.jsonl")] == [0, 1, 2]
+    trained = read_metrics(run / "metrics.jsonl")[-1]["rollout/logp_abs_diff"]
+    # the same ranks again: each rank's sampling copy must hold the resumed shards, not the
+    # weights the run started from (the engine's log-probs then match the trainer's)
+    torchrun(["-m", "verimath.trainer.train", "--resume", str(run), "optim.steps=3"],
+             cwd=tmp_path)
+    step3 = read_metrics(run / "metrics.jsonl")[-1]
+    assert step3["step"] == 3 and step3["sampling/kept_groups"] > 0  # (seeded: it trains)
+    assert step3["rollout/logp_abs_diff"] < max(1e-4, 10 * trained)
     done = subprocess.run([sys.executable, "-m", "verimath.trainer.train", "--resume", str(run),
-                           "optim.steps=3", "--allow-config-change"],
+                           "optim.steps=4", "--allow-config-change"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resumed from" in done.stdout + done.stderr
     records = read_metrics(run / "metrics.jsonl")
-    assert [r["step"] for r in records] == [0, 1, 2, 3]
+    assert [r["step"] for r in records] == [0, 1, 2, 3, 4]
     assert records[-1]["compute/generated_tokens"] > 0
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["rl_steps"] == 3
+    assert summary["rl_steps"] == 4
 
 
 def test_two_ranks_with_a_vllm_engine_each_push_the_gathered_weights(tmp_path):
