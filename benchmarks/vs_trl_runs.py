@@ -139,7 +139,7 @@ def run_verimath(model_dir: str, seed: int, steps: int, every: int, k: int, run_
     """``verimath train`` (the tiny preset from ``model_dir``), held-out points every ``every``
     steps through the trainer's own evaluation, timed without it."""
     from verimath.trainer import open_state
-    from verimath.trainer.train import train
+    from verimath.trainer.loop import train
 
     cfg = base_config([f"model.path={model_dir}", f"optim.steps={steps}", f"optim.seed={seed}",
                        f"data.seed={seed}", f"eval.k={k}", f"eval.every={every}",
@@ -380,7 +380,8 @@ def record(trainer: str, seed: int, overrides: list[str], points: list[dict], pr
             "load_mean": float(np.mean([p["load"] for p in points]))}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The runner's arguments; config overrides may follow the options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("warmstart", "verimath", "trl"))
     parser.add_argument("--out", type=Path, help="warmstart: the folder to build it in")
@@ -391,7 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--result", type=Path)
     parser.add_argument("overrides", nargs="*", help="verimath config overrides")
-    args = parser.parse_args(argv)
+    return parser.parse_intermixed_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.what == "warmstart":
         print(warmstart(args.out))
         return 0

@@ -96,3 +96,36 @@ def test_schedule_interleaves_the_trainers_then_runs_each_variant_once():
     order = bench.schedule([0, 1], ["verimath", "trl", "verimath-no-ds"], extra_seed=0)
     assert order == [("verimath", 0), ("trl", 0), ("verimath", 1), ("trl", 1),
                      ("verimath-no-ds", 0)]
+
+
+def _load_runner():
+    path = ROOT / "benchmarks" / "vs_trl_runs.py"
+    spec = importlib.util.spec_from_file_location("vs_trl_runs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_runner_takes_a_variants_overrides_after_its_options(tmp_path):
+    runner = _load_runner()
+    variant = bench.VARIANTS["verimath-paper-ds"]
+    args = runner.parse_args(["verimath", "--model", "m", "--seed", "1", "--result",
+                              str(tmp_path / "r.json"), *variant.overrides])
+    assert args.what == "verimath" and args.seed == 1
+    assert args.overrides == list(variant.overrides)
+
+
+def test_every_verimath_name_the_runner_imports_exists():
+    """The runner imports inside its functions: a renamed module or function would only
+    fail hours into a benchmark."""
+    import ast
+    import importlib
+
+    tree = ast.parse((ROOT / "benchmarks" / "vs_trl_runs.py").read_text())
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               and (node.module or "").startswith("verimath")]
+    assert imports
+    for node in imports:
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            assert hasattr(module, alias.name), f"{node.module}.{alias.name}"

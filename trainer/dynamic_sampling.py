@@ -64,8 +64,12 @@ class SamplingStats:
     """Empty when the target was met; otherwise one human-readable line for the log."""
 
     def as_metrics(self, prefix: str = "sampling/") -> dict[str, float]:
-        """Numeric fields under namespaced keys (``sampling/kept_groups``, ...)."""
-        return {prefix + k: float(v) for k, v in asdict(self).items() if not isinstance(v, str)}
+        """Numeric fields under namespaced keys (``sampling/kept_groups``, ...), and the
+        prompts of each round that ran (``sampling/round1_prompts``, ``round2_prompts``, ...)."""
+        out = {prefix + k: float(v) for k, v in asdict(self).items() if not isinstance(v, str)}
+        sizes = [int(x) for x in self.round_sizes.split("+") if x]
+        out.update({f"{prefix}round{i}_prompts": float(n) for i, n in enumerate(sizes, 1)})
+        return out
 
 
 def next_round_prompts(missing: int, informative: int, generated: int, *, full: int,

@@ -264,5 +264,9 @@ def test_adaptive_rounds_generate_only_what_is_missing():
             ScriptedRounds([half]), target_groups=10, max_rounds=4, round_prompts=16,
             adaptive=adaptive, min_round_prompts=2)
         runs[adaptive] = (len(kept), len(surplus), stats.round_sizes)
+        metrics = stats.as_metrics()  # the sizes are logged, one key per round
+        assert [metrics[f"sampling/round{i}_prompts"] for i in (1, 2)] == \
+            [16.0, 5.0 if adaptive else 16.0]
+        assert "sampling/round3_prompts" not in metrics
     assert runs[True] == (10, 1, "16+5")
     assert runs[False] == (10, 6, "16+16")
