@@ -10,7 +10,8 @@ output), exactly as written. ``verimath train`` commands are checked exactly as 
 (config, paths and run directory: everything ``verimath train`` checks before it starts),
 then run with ``FAST`` appended, a few overrides that shrink a run to seconds: a full run
 takes minutes (tiny preset) to days (``dapo`` on a real model); ``--nproc N`` is run in one
-process here (tests/trainer/test_distributed.py runs torchrun for real). ``verimath eval``
+process here (tests/trainer/test_distributed.py runs torchrun for real). ``verimath ablate``
+commands are planned with ``--dry-run`` (an ablation takes an hour). ``verimath eval``
 and ``verimath plot`` read short tiny runs made at the paths they name; eval runs on 3
 problems with 1 short sample. ``make`` targets are not run
 here (``make test`` is this suite, ``make run`` is ``verimath train``); the test checks that
@@ -179,8 +180,9 @@ def test_every_readme_command_runs_as_shown(workdir, capsys):
     prep_or_score = [c for c in commands if c[:2] in (["verimath", "prep"], ["verimath", "score"])]
     train = [c for c in commands if c[:2] == ["verimath", "train"]]
     read_runs = [c for c in commands if c[:2] in (["verimath", "eval"], ["verimath", "plot"])]
-    assert len(make) + len(prep_or_score) + len(train) + len(read_runs) == len(commands), \
-        "unknown command"
+    ablate = [c for c in commands if c[:2] == ["verimath", "ablate"]]
+    assert len(make) + len(prep_or_score) + len(train) + len(read_runs) + len(ablate) == \
+        len(commands), "unknown command"
     makefile = (ROOT / "Makefile").read_text()
     assert all(re.search(rf"^{c[1]}:", makefile, flags=re.M) for c in make)
     for command in prep_or_score:
@@ -198,6 +200,8 @@ def test_every_readme_command_runs_as_shown(workdir, capsys):
             argv = argv[:at] + argv[at + 2:]
         fast = ["optim.steps=2"] if "--resume" in argv else FAST
         assert main(["train", *argv, *fast]) == 0, (command, capsys.readouterr().err)
+    for command in ablate:  # planned as written (options, config, runs); an ablation is hours
+        assert main([*command[1:], "--dry-run"]) == 0, (command, capsys.readouterr().err)
     _make_runs(_runs_named(read_runs), main)
     for command in read_runs:  # eval on 3 problems (the rest as written), plot as written
         extra = EVAL_FAST if command[1] == "eval" else []

@@ -4,6 +4,9 @@ For every finished run it reads ``summary.json`` and ``metrics.jsonl``; per vari
 the mean and 95% Student-t interval over seeds (:mod:`verimath.trainer.ablation_stats`) of
 
 - held-out avg@k at equal RL steps: the final evaluation (``summary.json``);
+- the gain over the warm start (after minus before RL, per seed), and the change against the
+  family's reference (GRPO, or DAPO for DAPO minus one control) paired by seed: every
+  variant of a seed starts from that seed's warm start, so pairing removes its spread;
 - held-out avg@k at equal generated tokens: each run's held-out curve (evaluations every
   ``eval.every`` steps, against cumulative generated tokens, discarded groups included)
   read at the common budget, the smallest final token count among all runs;
@@ -92,6 +95,12 @@ class VariantRow:
     values: dict[str, list[float]]
     """Per-seed values (``acc``, ``acc_at_budget``, ``entropy``, ``generated_tokens``) for the
     chart's dots."""
+    gain: tuple[float, float, float] = (math.nan,) * 3
+    """Held-out avg@k after RL minus before, per seed (the warm start's spread cancels)."""
+    versus: str = ""
+    """The label of the reference this row is compared with, seed by seed ("" for none)."""
+    change: tuple[float, float, float] = (math.nan,) * 3
+    """avg@k at the final step minus the reference's, paired by seed (same warm start)."""
 
 
 def summarize(results: dict, variants: list) -> tuple[list[VariantRow], float]:
@@ -118,8 +127,35 @@ def summarize(results: dict, variants: list) -> tuple[list[VariantRow], float]:
             entropy=t_interval(values["entropy"]) if values["entropy"] else (math.nan,) * 3,
             generated_tokens=_mean(values["generated_tokens"]),
             trained_tokens=_mean([r.trained_tokens for r in runs]),
-            wall_seconds=_mean([r.wall_seconds for r in runs]), values=values))
+            wall_seconds=_mean([r.wall_seconds for r in runs]), values=values,
+            gain=t_interval([r.acc - r.acc_before for r in runs])))
+    _pair_with_references(rows, results)
     return rows, budget
+
+
+def reference_of(name: str) -> str | None:
+    """The variant a row is compared with: DAPO for DAPO minus one control, none for GRPO,
+    GRPO for every other variant (its controls added to GRPO)."""
+    if name == "grpo":
+        return None
+    return "dapo" if name.startswith("dapo-") else "grpo"
+
+
+def paired_change(runs: list[RunResult], reference: list[RunResult]) -> tuple[float, ...]:
+    """Mean and 95% interval of ``acc - reference acc`` over the seeds both have run; each
+    seed's variants start from the same warm start, so the pairs share its luck."""
+    by_seed = {r.seed: r.acc for r in reference}
+    diffs = [r.acc - by_seed[r.seed] for r in runs if r.seed in by_seed]
+    return t_interval(diffs) if diffs else (math.nan,) * 3
+
+
+def _pair_with_references(rows: list[VariantRow], results: dict) -> None:
+    labels = {row.name: row.label for row in rows}
+    for row in rows:
+        ref = reference_of(row.name)
+        if ref in labels:
+            row.versus = labels[ref]
+            row.change = paired_change(results[row.name], results[ref])
 
 
 def _mean(values: list[float]) -> float:
@@ -131,6 +167,16 @@ def _pct(stat: tuple[float, float, float]) -> str:
     if math.isnan(low):
         return f"{100 * mean:.1f}"
     return f"{100 * mean:.1f} ({100 * max(low, 0):.1f}-{100 * min(high, 1):.1f})"
+
+
+def _points(stat: tuple[float, float, float]) -> str:
+    """A difference of fractions in percentage points: ``+12.5 (3.0 to 22.0)``."""
+    mean, low, high = stat
+    if math.isnan(mean):
+        return "-"
+    if math.isnan(low):
+        return f"{100 * mean:+.1f}"
+    return f"{100 * mean:+.1f} ({100 * low:+.1f} to {100 * high:+.1f})"
 
 
 def _plain(stat: tuple[float, float, float]) -> str:
@@ -148,13 +194,16 @@ def markdown_table(rows: list[VariantRow], budget: float, *, k: int, steps: int,
                    acc_before: float | None = None) -> str:
     """The report's table and the lines that explain it."""
     head = (f"| variant | seeds | held-out avg@{k} % at step {steps} (95% CI) | "
-            f"avg@{k} % at {_tokens(budget)} generated tokens (95% CI) | greedy % at step "
-            f"{steps} | final entropy (95% CI) | generated tokens | trained tokens | "
-            "wall time (s) |")
-    lines = [head, "| " + " | ".join(["---"] * 9) + " |"]
+            "gain over the warm start, points (95% CI) | change vs reference, paired by seed, "
+            f"points (95% CI) | avg@{k} % at {_tokens(budget)} generated tokens (95% CI) | "
+            f"greedy % at step {steps} | final entropy (95% CI) | generated tokens | "
+            "trained tokens | wall time (s) |")
+    lines = [head, "| " + " | ".join(["---"] * 11) + " |"]
     for row in rows:
+        versus = f"{_points(row.change)} vs {row.versus}" if row.versus else "reference"
         lines.append(
-            f"| {row.label} | {len(row.seeds)} | {_pct(row.acc)} | {_pct(row.acc_at_budget)} "
+            f"| {row.label} | {len(row.seeds)} | {_pct(row.acc)} | {_points(row.gain)} | "
+            f"{versus} | {_pct(row.acc_at_budget)} "
             f"| {100 * row.greedy[0]:.1f} | {_plain(row.entropy)} | "
             f"{_tokens(row.generated_tokens)} | {_tokens(row.trained_tokens)} | "
             f"{row.wall_seconds:.0f} |")
@@ -163,7 +212,10 @@ def markdown_table(rows: list[VariantRow], budget: float, *, k: int, steps: int,
         f"Means over seeds with 95% Student-t intervals (none for a single seed). Equal "
         f"tokens: each run's held-out curve (evaluated every few steps) interpolated at "
         f"{budget:,.0f} generated tokens, the smallest final count among the runs; generated "
-        "tokens count discarded groups. Wall times depend on the machine's load.",
+        "tokens count discarded groups. Wall times depend on the machine's load. The warm "
+        "start differs from seed to seed and every variant of a seed starts from the same "
+        "one: the gain and the paired change take that spread out, so read them first "
+        "(an interval that excludes 0 is a difference the seeds agree on).",
     ]
     if acc_before is not None:
         notes.append(f"Held-out avg@{k} before RL (the warm start, shared by every variant of "

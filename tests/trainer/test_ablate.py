@@ -182,3 +182,39 @@ def test_micro_ablation_end_to_end_and_rerun_reuses(tmp_path, monkeypatch, capsy
     job.overrides = [*job.overrides, "algo.eps_low=0.1"]
     plan_run(job, "ablation")
     assert job.action == "conflict" and "algo.eps_low" in job.reason
+
+
+def _result(seed, acc, before):
+    from verimath.trainer.ablation_report import RunResult
+
+    return RunResult(seed=seed, acc=acc, greedy=acc, acc_before=before, entropy=0.1,
+                     generated_tokens=100.0, trained_tokens=50.0, wall_seconds=1.0, steps=2,
+                     curve=([0.0, 100.0], [before, acc]))
+
+
+def test_paired_changes_remove_the_warm_starts_spread():
+    """Seeds start far apart (0.05, 0.35, 0.65) and every variant of a seed starts there: by
+    hand, GRPO gains 0.05 and DAPO 0.15 on each seed, so DAPO - GRPO = +0.10 with no spread,
+    while the unpaired means differ by the same 0.10 inside intervals about 0.75 wide."""
+    from verimath.trainer.ablation_report import markdown_table, reference_of, summarize
+    from verimath.trainer.ablation_variants import select_variants
+
+    before = {0: 0.05, 1: 0.35, 2: 0.65}
+    results = {"grpo": [_result(s, b + 0.05, b) for s, b in before.items()],
+               "dapo": [_result(s, b + 0.15, b) for s, b in before.items()],
+               "dapo-clip-higher": [_result(s, b + 0.10, b) for s, b in before.items()]}
+    variants = [v for v in select_variants("all") if v.name in results]
+    rows, _ = summarize(results, variants)
+    by_name = {row.name: row for row in rows}
+    assert reference_of("grpo") is None and reference_of("dapo") == "grpo"
+    assert reference_of("dapo-clip-higher") == "dapo" and reference_of("grpo+filter") == "grpo"
+    assert by_name["dapo"].versus == "GRPO" and by_name["dapo"].change == pytest.approx(
+        (0.10, 0.10, 0.10))
+    assert by_name["dapo-clip-higher"].versus == "DAPO"
+    assert by_name["dapo-clip-higher"].change == pytest.approx((-0.05, -0.05, -0.05))
+    assert by_name["dapo"].gain == pytest.approx((0.15, 0.15, 0.15))
+    _, low, high = by_name["dapo"].acc
+    assert high - low > 0.7  # unpaired, the warm starts' spread hides the difference
+    table = markdown_table(rows, 100.0, k=4, steps=2)
+    assert "| GRPO | 3 | " in table and "reference" in table
+    assert "+10.0 (+10.0 to +10.0) vs GRPO" in table and "-5.0 (-5.0 to -5.0) vs DAPO" in table
