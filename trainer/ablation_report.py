@@ -141,11 +141,16 @@ def reference_of(name: str) -> str | None:
     return "dapo" if name.startswith("dapo-") else "grpo"
 
 
-def paired_change(runs: list[RunResult], reference: list[RunResult]) -> tuple[float, ...]:
-    """Mean and 95% interval of ``acc - reference acc`` over the seeds both have run; each
-    seed's variants start from the same warm start, so the pairs share its luck."""
+def paired_diffs(runs: list[RunResult], reference: list[RunResult]) -> list[float]:
+    """``acc - reference acc`` for each seed both have run; each seed's variants start from
+    the same warm start, so the pairs share its luck."""
     by_seed = {r.seed: r.acc for r in reference}
-    diffs = [r.acc - by_seed[r.seed] for r in runs if r.seed in by_seed]
+    return [r.acc - by_seed[r.seed] for r in runs if r.seed in by_seed]
+
+
+def paired_change(runs: list[RunResult], reference: list[RunResult]) -> tuple[float, ...]:
+    """Mean and 95% interval of :func:`paired_diffs`."""
+    diffs = paired_diffs(runs, reference)
     return t_interval(diffs) if diffs else (math.nan,) * 3
 
 
@@ -156,6 +161,7 @@ def _pair_with_references(rows: list[VariantRow], results: dict) -> None:
         if ref in labels:
             row.versus = labels[ref]
             row.change = paired_change(results[row.name], results[ref])
+            row.values["change"] = paired_diffs(results[row.name], results[ref])
 
 
 def _mean(values: list[float]) -> float:
@@ -225,8 +231,9 @@ def markdown_table(rows: list[VariantRow], budget: float, *, k: int, steps: int,
 
 def plot_ablation(rows: list[VariantRow], budget: float, png_path: Path, *, k: int,
                   steps: int, title: str | None = None) -> Path:
-    """Four panels of horizontal bars (mean, 95% interval, one dot per seed): held-out
-    avg@k at equal steps and at equal tokens, final entropy, generated tokens."""
+    """Five panels of horizontal bars (mean, 95% interval, one dot per seed): held-out
+    avg@k at equal steps, its change against the reference paired by seed, avg@k at equal
+    tokens, final entropy, generated tokens."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -235,21 +242,22 @@ def plot_ablation(rows: list[VariantRow], budget: float, png_path: Path, *, k: i
         raise ValueError("the ablation chart needs matplotlib: pip install 'verimath[plot]'"
                          ) from exc
     panels = [("acc", f"held-out avg@{k} at step {steps}", 100.0),
+              ("change", "change vs GRPO / DAPO, paired by seed (points)", 100.0),
               ("acc_at_budget", f"held-out avg@{k} at {_tokens(budget)} tokens", 100.0),
               ("entropy", "final policy entropy", 1.0),
               ("generated_tokens", "generated tokens", 1.0)]
     height = 1.2 + 0.38 * len(rows)
-    fig = Figure(figsize=(15, height), layout="constrained")
+    fig = Figure(figsize=(18, height), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(panels), sharey=True)
     ypos = list(range(len(rows)))[::-1]
     for ax, (key, name, scale) in zip(axes, panels):
         for y, row in zip(ypos, rows):
-            values = [v * scale for v in row.values[key]]
+            values = [v * scale for v in row.values.get(key, [])]
             if not values:
                 continue
             mean = sum(values) / len(values)
-            if key in ("acc", "acc_at_budget", "entropy"):
+            if key in ("acc", "change", "acc_at_budget", "entropy"):
                 _, low, high = t_interval(values)
             else:
                 low = high = math.nan
@@ -258,7 +266,7 @@ def plot_ablation(rows: list[VariantRow], budget: float, png_path: Path, *, k: i
                 ax.errorbar(mean, y, xerr=[[mean - low], [high - mean]], color="black",
                             capsize=3, linewidth=1)
             ax.plot(values, [y] * len(values), "o", color="black", markersize=2.5)
-        ax.set_title(name + (" (%)" if scale == 100.0 else ""), fontsize=9)
+        ax.set_title(name + (" (%)" if scale == 100.0 and key != "change" else ""), fontsize=9)
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(labelsize=7)
         if key == "generated_tokens":

@@ -213,6 +213,8 @@ def test_paired_changes_remove_the_warm_starts_spread():
     assert by_name["dapo-clip-higher"].versus == "DAPO"
     assert by_name["dapo-clip-higher"].change == pytest.approx((-0.05, -0.05, -0.05))
     assert by_name["dapo"].gain == pytest.approx((0.15, 0.15, 0.15))
+    assert by_name["dapo"].values["change"] == pytest.approx([0.10] * 3)  # the chart's dots
+    assert "change" not in by_name["grpo"].values
     _, low, high = by_name["dapo"].acc
     assert high - low > 0.7  # unpaired, the warm starts' spread hides the difference
     table = markdown_table(rows, 100.0, k=4, steps=2)
