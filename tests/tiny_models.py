@@ -1,8 +1,10 @@
-"""Small models for evaluation tests, trained in a few seconds on the CPU.
+"""Small models for evaluation tests, built in code with outputs fixed by construction.
 
-``fit_seven_or_eight`` teaches the tiny character model to answer any "What is a + b?"
-prompt with "Answer: 7" or "Answer: 8", each about half the time, so that sampled
-evaluations have accuracies strictly between 0 and 1 on problems whose gold is 7 or 8.
+``fit_seven_or_eight`` builds a character model that answers any prompt ending in a newline
+with exactly "Answer: 7" or "Answer: 8" (then EOS), each with probability 1/2, so that
+sampled evaluations have accuracies strictly between 0 and 1 on problems whose gold is 7
+or 8. Its weights are set, not trained: what it writes does not depend on how well a tiny
+model happens to fit with a given torch or transformers version.
 """
 
 from __future__ import annotations
@@ -18,55 +20,54 @@ def prompt_text(index: int) -> str:
     return f"What is {index % 5} + {index // 5}?"
 
 
-def fit_seven_or_eight(folder: Path, *, steps: int = 30):
-    """Train, save as a Hugging Face directory at ``folder`` and return ``(model, tokenizer)``."""
+SEVEN_OR_EIGHT = ("\n", "A", "n", "s", "w", "e", "r", ":", " ")  # each character's successor
+# is the next one; a space is followed by "7" or "8", and both of those by EOS.
+
+
+def fit_seven_or_eight(folder: Path):
+    """Build, save as a Hugging Face directory at ``folder`` and return ``(model, tokenizer)``.
+
+    A bigram model in Qwen2 form: one-hot input embeddings, one decoder layer whose
+    attention and MLP outputs are zero (so the residual stream is the current token's
+    embedding), and an output matrix that is the log-probability table of the next
+    character. Every character outside the answer line is followed by EOS.
+    """
     import torch
-    from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from verimath.trainer.tiny import make_char_tokenizer
 
     tokenizer = make_char_tokenizer()
-    model = make_tiny_model(tokenizer, hidden_size=32, num_layers=1, num_heads=2, seed=0)
-    prompts = [tokenizer(TEMPLATE.format(prompt=prompt_text(i)))["input_ids"] for i in range(16)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-2)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small trains fastest on one thread
-    try:
-        _fit(model, tokenizer, prompts, optimizer, steps)
-    finally:
-        torch.set_num_threads(threads)
+    vocab = len(tokenizer)
+    hidden = vocab + (vocab % 2)  # one dimension per token, even for two heads
+    config = Qwen2Config(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=8, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
+        tie_word_embeddings=False, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, bos_token_id=None, use_cache=True,
+    )
+    model = Qwen2ForCausalLM(config)
+    ids = {c: tokenizer.convert_tokens_to_ids(c) for c in (*SEVEN_OR_EIGHT, "7", "8")}
+    table = torch.full((vocab, vocab), -40.0)  # (next, current) log-probabilities, up to a shift
+    table[tokenizer.eos_token_id, :] = 0.0  # anything else ends the response
+    for current, following in zip(SEVEN_OR_EIGHT, SEVEN_OR_EIGHT[1:] + ("7",)):
+        table[:, ids[current]] = -40.0
+        table[ids[following], ids[current]] = 0.0
+    table[ids["8"], ids[" "]] = 0.0  # "7" and "8" equally likely after the space
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        model.model.embed_tokens.weight[:, :vocab] = torch.eye(vocab)
+        model.model.norm.weight.fill_(1.0)
+        for layer in model.model.layers:  # zero outputs: the layer adds nothing to the stream
+            layer.input_layernorm.weight.fill_(1.0)
+            layer.post_attention_layernorm.weight.fill_(1.0)
+        # RMS-normalising a one-hot vector of width `hidden` multiplies it by sqrt(hidden)
+        model.lm_head.weight[:, :vocab] = table / hidden**0.5
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return model, tokenizer
-
-
-def _fit(model, tokenizer, prompts, optimizer, steps: int) -> None:
-    import torch
-
-    for step in range(steps):
-        targets = [tokenizer(f"Answer: {7 + (i + step) % 2}")["input_ids"]
-                   + [tokenizer.eos_token_id] for i in range(len(prompts))]
-        ids, attention, mask = _pack(prompts, targets, pad_id=tokenizer.pad_token_id)
-        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1]  # (B, S-1, V)
-        logp = torch.log_softmax(logits.float(), -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
-        loss = -(logp * mask).sum() / mask.sum()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-
-
-def _pack(prompts, targets, *, pad_id: int):
-    """Right-padded ``prompt + target`` ids, attention mask, and the mask of target positions
-    among the next-token predictions ``(B, S - 1)``."""
-    import torch
-
-    width = max(len(p) + len(t) for p, t in zip(prompts, targets))
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)  # (B, S)
-    attention = torch.zeros_like(ids)
-    mask = torch.zeros((len(prompts), width - 1))  # (B, S - 1)
-    for i, (p, t) in enumerate(zip(prompts, targets)):
-        ids[i, :len(p) + len(t)] = torch.tensor(p + t)
-        attention[i, :len(p) + len(t)] = 1
-        mask[i, len(p) - 1:len(p) + len(t) - 1] = 1.0
-    return ids, attention, mask
 
 
 def seven_or_eight_problems(path: Path, count: int = 20) -> list[Problem]:
