@@ -62,7 +62,7 @@ WORKLOADS = {  # model -> (full, quick)
 
 
 def save_tiny(folder: Path) -> None:
-    from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+    from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
     tokenizer = make_char_tokenizer()
     make_tiny_model(tokenizer, hidden_size=128, num_layers=2, num_heads=4).save_pretrained(folder)
@@ -100,8 +100,8 @@ def prompts_for(tokenizer, load: Workload) -> list[list[int]]:
 def run_case(engine_name: str, folder: Path, load: Workload) -> dict:
     """One measurement, in this process (the parent runs it in a fresh one)."""
     import torch
-    from verimath.trainer.policy import load_pretrained
-    from verimath.trainer.rollout import HFRolloutEngine, SamplingParams
+    from verimath.trainer.model.policy import load_pretrained
+    from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
 
     model, tokenizer = load_pretrained(folder, dtype=torch.float32)
     model.eval()
@@ -110,7 +110,7 @@ def run_case(engine_name: str, folder: Path, load: Workload) -> dict:
     if engine_name == "hf":
         engine = HFRolloutEngine(model, tokenizer)
     else:
-        from verimath.trainer.vllm_engine import VLLMRolloutEngine
+        from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
 
         engine = VLLMRolloutEngine(folder, tokenizer, seed=0)
     started = time.perf_counter() - start

@@ -12,7 +12,7 @@ process (``vs_trl_runs.py``), so that both trainers see similar machine load.
 
 Both train the same number of RL steps (one step = one generation round). Every ``--every``
 steps the model is scored on the same 200 held-out problems by the same
-``verimath.trainer.evaluate.evaluate`` call (avg@16 at temperature 1, and greedy, same seed);
+``verimath.trainer.evaluation.evaluate.evaluate`` call (avg@16 at temperature 1, and greedy, same seed);
 evaluation time is excluded from the wall time. The table compares the trainers
 
 - at the end of the run,

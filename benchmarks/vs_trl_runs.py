@@ -7,7 +7,7 @@ excluded), with the same prompt text, batch (32 prompts x 16), 4 updates per gen
 round, clip range, learning rate and schedule, reward (the verimath TRL adapter with the
 same overlong shaping) and one torch thread. Every ``every`` RL steps (one RL step = one
 generation round = 4 optimizer updates) both models are scored by the same
-``verimath.trainer.evaluate.evaluate`` call on the same held-out problems with the same
+``verimath.trainer.evaluation.evaluate.evaluate`` call on the same held-out problems with the same
 seed; the clock stops while they are.
 
     python benchmarks/vs_trl_runs.py warmstart --out DIR
@@ -56,7 +56,7 @@ def eval_kwargs(cfg, k: int) -> dict:
 
 
 def heldout(cfg):
-    from verimath.trainer.episodes import heldout_problems
+    from verimath.trainer.rollout.episodes import heldout_problems
 
     d = cfg.data
     return heldout_problems(family=d.family, level=d.level, seed=cfg.eval.seed,
@@ -139,7 +139,7 @@ def run_verimath(model_dir: str, seed: int, steps: int, every: int, k: int, run_
     """``verimath train`` (the tiny preset from ``model_dir``), held-out points every ``every``
     steps through the trainer's own evaluation, timed without it."""
     from verimath.trainer import open_state
-    from verimath.trainer.loop import train
+    from verimath.trainer.run.loop import train
 
     cfg = base_config([f"model.path={model_dir}", f"optim.steps={steps}", f"optim.seed={seed}",
                        f"data.seed={seed}", f"eval.k={k}", f"eval.every={every}",
@@ -244,7 +244,7 @@ def training_dataset(cfg, seed: int, count: int, excluded: set[str]):
     from datasets import Dataset
     from verimath.envs import format_prompt
     from verimath.envs.generators import generate
-    from verimath.trainer.episodes import ExcludingGenerator
+    from verimath.trainer.rollout.episodes import ExcludingGenerator
 
     d = cfg.data
     generator = ExcludingGenerator(d.family, excluded, skip_containing=d.skip_containing)
@@ -292,9 +292,9 @@ def run_trl(model_dir: str, seed: int, steps: int, every: int, k: int, out: Path
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOTrainer
     from verimath.rewards import make_trl_reward
-    from verimath.trainer.evaluate import evaluate
-    from verimath.trainer.policy import load_tokenizer
-    from verimath.trainer.rollout import HFRolloutEngine
+    from verimath.trainer.evaluation.evaluate import evaluate
+    from verimath.trainer.model.policy import load_tokenizer
+    from verimath.trainer.rollout.engine import HFRolloutEngine
 
     torch.set_num_threads(1)
     cfg = base_config([f"data.seed={seed}"])

@@ -47,7 +47,7 @@ def transformers_policy(model_dir: str, max_new_tokens: int, sample: bool = Fals
 
     import torch
     from transformers import AutoModelForCausalLM
-    from verimath.trainer.policy import load_tokenizer
+    from verimath.trainer.model.policy import load_tokenizer
 
     # load_tokenizer keeps a generic fast tokenizer (e.g. a verimath checkpoint's) as saved.
     tokenizer = load_tokenizer(Path(model_dir))

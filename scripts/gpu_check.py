@@ -13,8 +13,8 @@ Parts (``--parts``, all by default):
   ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` over float32 parameters, the
   trainer's chunked log-probs and DAPO loss, AdamW. Reports the update's model FLOPs
   utilization, ``6 x parameters x tokens / seconds / peak`` against the GPU's dense bf16
-  peak (:data:`verimath.trainer.estimate.GPUS`), and its peak memory beside what
-  :func:`~verimath.trainer.estimate.estimate_run` predicts for the same sizes.
+  peak (:data:`verimath.trainer.estimate.budget.GPUS`), and its peak memory beside what
+  :func:`~verimath.trainer.estimate.budget.estimate_run` predicts for the same sizes.
 - ``generate``: tokens/s of HF ``generate`` and of vLLM on the same random model (every
   response runs to its full length); ``benchmarks/bench_rollout.py`` runs too when present.
 
@@ -46,7 +46,7 @@ SMALL_SHAPE = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 12
 
 def gpu_spec(torch):
     """``(device name, GPU spec or None)``: the peak table entry whose name the device's has."""
-    from verimath.trainer.estimate import GPUS
+    from verimath.trainer.estimate.budget import GPUS
 
     if not torch.cuda.is_available():
         return "CPU", None
@@ -94,7 +94,7 @@ def check_tiny(engine: str, quick: bool, workdir: Path) -> list[tuple[str, str, 
 
 
 def _shape(quick: bool) -> dict:
-    from verimath.trainer.estimate import KNOWN_SHAPES
+    from verimath.trainer.estimate.budget import KNOWN_SHAPES
 
     return dict(SMALL_SHAPE if quick else KNOWN_SHAPES["Qwen2.5-0.5B"])
 
@@ -129,7 +129,7 @@ def sharded_logprob_module(torch, model, chunk: int, device):
     whose forward is the trainer's ``token_logprobs`` (so the embeddings and the head,
     called piecewise by the chunked path, are gathered by the root's hooks)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from verimath.trainer.logprobs import token_logprobs
+    from verimath.trainer.algo.logprobs import token_logprobs
 
     class LogprobRoot(torch.nn.Module):
         def __init__(self, inner):
@@ -151,7 +151,7 @@ def sharded_logprob_module(torch, model, chunk: int, device):
 
 def _one_update(torch, root, optimizer, batches):
     """Forward, DAPO loss and backward on each micro-batch, then the optimizer step."""
-    from verimath.trainer.loss import dapo_policy_loss
+    from verimath.trainer.algo.loss import dapo_policy_loss
 
     optimizer.zero_grad(set_to_none=True)
     total = sum(int(mask.sum()) for _, _, mask, _ in batches)
@@ -166,7 +166,7 @@ def _one_update(torch, root, optimizer, batches):
 def check_update(quick: bool) -> list[tuple[str, str, str]]:
     """One bf16 FSDP2 update: MFU and peak memory against the estimate."""
     import torch
-    from verimath.trainer.estimate import RunShape, estimate_run, model_shape
+    from verimath.trainer.estimate.budget import RunShape, estimate_run, model_shape
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     name, spec = gpu_spec(torch)
@@ -214,7 +214,7 @@ def check_update(quick: bool) -> list[tuple[str, str, str]]:
 
 
 def _any_gpu():
-    from verimath.trainer.estimate import GPUS
+    from verimath.trainer.estimate.budget import GPUS
 
     return GPUS["H100"]
 

@@ -72,7 +72,7 @@ def test_the_parser_reads_continuations_comments_and_variables():
 
 
 def _tiny_checkpoint(folder: Path) -> None:
-    from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+    from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
     tokenizer = make_char_tokenizer()
     # head size 32: one that vLLM's CPU attention supports (the README evaluates with vLLM)

@@ -34,7 +34,7 @@ def fit_seven_or_eight(folder: Path):
     """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    from verimath.trainer.tiny import make_char_tokenizer
+    from verimath.trainer.model.tiny import make_char_tokenizer
 
     tokenizer = make_char_tokenizer()
     vocab = len(tokenizer)

@@ -4,13 +4,16 @@ Every public name is imported on first use, so ``import verimath.trainer`` stays
 (no torch) and ``verimath score --help`` stays fast::
 
     from verimath.trainer import load_config, open_state
-    from verimath.trainer.loop import train
+    from verimath.trainer.run.loop import train
     config = load_config("tiny", ["optim.steps=20"])
     with open_state(config, "runs/demo") as state:
         summary = train(state)
 
-Read one RL step in ``step.py`` (``rl_step``); the objects it uses are a ``TrainState``
-(``state.py``); the loop, evaluation cadence, checkpoints and summary are in ``train.py``.
+The folders: ``algo/`` the RL math (read one RL step in ``algo/step.py``, ``rl_step``),
+``rollout/`` the engines and episode source, ``model/`` the policy and warm start, ``run/``
+the run's state and loop (``run/loop.py``: evaluation cadence, checkpoints, summary),
+``checkpoint/``, ``evaluation/``, ``ablation/`` and ``estimate/``; ``train.py`` is the
+``train`` command and the torchrun entry, ``cli.py`` the ``verimath`` dispatcher.
 
 Pure pieces (usable in other trainers): ``group_advantages``, ``informative_groups``,
 ``dapo_policy_loss`` (policy losses by name: ``POLICY_LOSSES``), ``aggregate_loss``
@@ -27,25 +30,25 @@ _EXPORTS = {
     "TrainConfig": "config", "load_config": "config_io", "apply_overrides": "config_io",
     "config_from_dict": "config_io", "save_config": "config_io", "preset_names": "config_io",
     # pure math
-    "group_advantages": "advantages", "informative_groups": "advantages",
-    "dapo_policy_loss": "loss", "clipped_surrogate": "loss", "cispo_surrogate": "loss",
-    "POLICY_LOSSES": "loss", "register_policy_loss": "loss",
-    "aggregate_loss": "aggregation", "AGGREGATIONS": "aggregation",
-    "register_aggregation": "aggregation",
-    "overlong_filter_mask": "loss", "kl_penalty": "loss",
-    "entropy_from_logits": "logprobs", "logprobs_from_logits": "logprobs",
-    "token_logprobs": "logprobs", "pack_sequences": "logprobs",
-    "collect_informative": "dynamic_sampling", "SamplingStats": "dynamic_sampling",
-    "lr_at": "schedule", "make_lr_lambda": "schedule",
+    "group_advantages": "algo.advantages", "informative_groups": "algo.advantages",
+    "dapo_policy_loss": "algo.loss", "clipped_surrogate": "algo.loss", "cispo_surrogate": "algo.loss",
+    "POLICY_LOSSES": "algo.loss", "register_policy_loss": "algo.loss",
+    "aggregate_loss": "algo.aggregation", "AGGREGATIONS": "algo.aggregation",
+    "register_aggregation": "algo.aggregation",
+    "overlong_filter_mask": "algo.loss", "kl_penalty": "algo.loss",
+    "entropy_from_logits": "algo.logprobs", "logprobs_from_logits": "algo.logprobs",
+    "token_logprobs": "algo.logprobs", "pack_sequences": "algo.logprobs",
+    "collect_informative": "algo.dynamic_sampling", "SamplingStats": "algo.dynamic_sampling",
+    "lr_at": "algo.schedule", "make_lr_lambda": "algo.schedule",
     # resources
-    "save_checkpoint": "checkpoint", "load_checkpoint": "checkpoint",
-    "latest_checkpoint": "checkpoint", "resolve_checkpoint": "checkpoint",
-    "MetricsWriter": "metrics", "read_metrics": "metrics", "plot_learning_curve": "metrics",
-    "RolloutEngine": "rollout", "HFRolloutEngine": "rollout", "Rollouts": "rollout",
-    "SamplingParams": "rollout", "make_engine": "engines",
-    "make_char_tokenizer": "tiny", "make_tiny_model": "tiny",
-    "TrainState": "state", "open_state": "state", "save_state": "checkpointing",
-    "rl_step": "step",
+    "save_checkpoint": "checkpoint.files", "load_checkpoint": "checkpoint.files",
+    "latest_checkpoint": "checkpoint.files", "resolve_checkpoint": "checkpoint.files",
+    "MetricsWriter": "run.metrics", "read_metrics": "run.metrics", "plot_learning_curve": "run.metrics",
+    "RolloutEngine": "rollout.engine", "HFRolloutEngine": "rollout.engine", "Rollouts": "rollout.engine",
+    "SamplingParams": "rollout.engine", "make_engine": "rollout.factory",
+    "make_char_tokenizer": "model.tiny", "make_tiny_model": "model.tiny",
+    "TrainState": "run.state", "open_state": "run.state", "save_state": "checkpoint.run_state",
+    "rl_step": "algo.step",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -30,7 +30,7 @@ def _require(ok: bool, message: str) -> None:
 class ModelConfig:
     path: str | None = None
     """A Hugging Face causal-LM directory (its tokenizer is loaded from the same place);
-    ``None`` builds the tiny character-level Qwen2 model of ``verimath.trainer.tiny``."""
+    ``None`` builds the tiny character-level Qwen2 model of ``verimath.trainer.model.tiny``."""
     tiny_hidden_size: int = 128
     """Width of the tiny model (used only when ``path`` is None)."""
     tiny_layers: int = 3
@@ -278,8 +278,8 @@ class AlgoConfig:
                  f"algo.max_staleness must be >= 0, got {self.max_staleness}")
         _require(self.rollout_is_cap == 0 or self.rollout_is_cap >= 1,
                  f"algo.rollout_is_cap must be 0 (off) or >= 1, got {self.rollout_is_cap}")
-        from verimath.trainer.aggregation import AGGREGATIONS
-        from verimath.trainer.loss import POLICY_LOSSES
+        from verimath.trainer.algo.aggregation import AGGREGATIONS
+        from verimath.trainer.algo.loss import POLICY_LOSSES
 
         _require(self.loss_aggregation is None or self.loss_aggregation in AGGREGATIONS,
                  f"algo.loss_aggregation must be null or one of {', '.join(AGGREGATIONS)}, "
@@ -411,7 +411,7 @@ class LoggingConfig:
         _require(self.save_every >= 0, f"logging.save_every must be >= 0, got {self.save_every}")
         _require(self.keep_checkpoints >= 1,
                  f"logging.keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
-        from verimath.trainer.metrics import check_backends
+        from verimath.trainer.run.metrics import check_backends
 
         check_backends(self.backends)  # ValueError naming logging.backends
         _require(self.wandb_mode in (None, "online", "offline", "disabled"),

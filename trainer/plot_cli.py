@@ -127,7 +127,7 @@ def _labels(paths: list[Path]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from verimath.trainer.metrics import read_metrics
+    from verimath.trainer.run.metrics import read_metrics
 
     try:
         paths = [metrics_file(run) for run in args.runs]

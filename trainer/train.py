@@ -9,7 +9,7 @@
 
 This module is also what every torchrun process runs (``python -m verimath.trainer.train``
 takes the same arguments); ``--nproc N`` launches ``torch.distributed.run`` with it.
-The training loop itself is ``verimath.trainer.loop.train`` (also importable from here as
+The training loop itself is ``verimath.trainer.run.loop.train`` (also importable from here as
 ``verimath.trainer.train.train``).
 
 Overrides may stand anywhere on the line, before or after options. ``--output-dir`` must
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help="processes for data-parallel training, one per GPU (launches "
                              "torchrun; for several nodes run torchrun yourself, see README)")
-    from verimath.trainer import estimate_cli
+    from verimath.trainer.estimate import cli as estimate_cli
 
     estimate_cli.add_arguments(parser)  # --estimate and its inputs
     parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
@@ -92,7 +92,7 @@ def resolve_config(args: argparse.Namespace, *, echo=None):
 
 
 def _resolve_resume(args: argparse.Namespace, echo):
-    from verimath.trainer.checkpoint import load_checkpoint, resolve_checkpoint
+    from verimath.trainer.checkpoint.files import load_checkpoint, resolve_checkpoint
     from verimath.trainer.config_io import (
         apply_overrides,
         config_changes,
@@ -194,7 +194,7 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
             print(_documented_config(config, args), end="")
             return 0
         if args.estimate:
-            from verimath.trainer.estimate_cli import estimate_report
+            from verimath.trainer.estimate.cli import estimate_report
 
             print(estimate_report(config, args), end="")
             return 0
@@ -259,8 +259,8 @@ def _documented_config(config, args: argparse.Namespace) -> str:
 
 
 def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=None) -> int:
-    from verimath.trainer.loop import Stopped, train
-    from verimath.trainer.state import open_state
+    from verimath.trainer.run.loop import Stopped, train
+    from verimath.trainer.run.state import open_state
 
     if not config.logging.progress:  # also silence transformers' load/save bars
         from transformers.utils import logging as hf_logging
@@ -296,7 +296,7 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
 
 def interrupted_message(run_dir: Path) -> str:
     """What an interrupted run left: its latest complete checkpoint and how to continue."""
-    from verimath.trainer.checkpoint import latest_checkpoint
+    from verimath.trainer.checkpoint.files import latest_checkpoint
 
     latest = latest_checkpoint(Path(run_dir) / "checkpoints")
     if latest is None:
@@ -307,10 +307,10 @@ def interrupted_message(run_dir: Path) -> str:
 
 
 def __getattr__(name: str):
-    """``train`` is the training loop (``verimath.trainer.loop.train``), imported on first
+    """``train`` is the training loop (``verimath.trainer.run.loop.train``), imported on first
     use so that ``verimath --help`` does not load torch."""
     if name == "train":
-        from verimath.trainer.loop import train
+        from verimath.trainer.run.loop import train
 
         return train
     raise AttributeError(f"module 'verimath.trainer.train' has no attribute {name!r}")
@@ -319,7 +319,7 @@ def __getattr__(name: str):
 def run_torch_process(argv: list[str] | None = None) -> int:
     """One torchrun process (``python -m verimath.trainer.train ARGS``): join the process
     group, run the ``verimath train`` arguments as this rank, leave the group."""
-    from verimath.trainer.distributed import close_distributed, init_distributed
+    from verimath.trainer.run.distributed import close_distributed, init_distributed
 
     parser = argparse.ArgumentParser(prog="python -m verimath.trainer.train",
                                      description="verimath train, as one torchrun process")

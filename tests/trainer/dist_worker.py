@@ -16,18 +16,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from verimath.trainer.advantages import group_advantages
-from verimath.trainer.batch import pack_batch, sequence_logprobs
-from verimath.trainer.distributed import (
+from verimath.trainer.algo.advantages import group_advantages
+from verimath.trainer.algo.batch import pack_batch, sequence_logprobs
+from verimath.trainer.algo.dynamic_sampling import collect_informative
+from verimath.trainer.algo.update import LossSettings, update_on_mini_batch
+from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
+from verimath.trainer.rollout.episodes import Group
+from verimath.trainer.run.distributed import (
     close_distributed,
     full_parameters,
     init_distributed,
     shard_model,
 )
-from verimath.trainer.dynamic_sampling import collect_informative
-from verimath.trainer.episodes import Group
-from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.update import LossSettings, update_on_mini_batch
 
 GROUPS, G = 6, 4
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from verimath.trainer import ablation_runs
-from verimath.trainer.ablation_runs import RunJob, execute, make_jobs, plan_run
-from verimath.trainer.ablation_stats import common_budget, interpolate_curve, t_interval
-from verimath.trainer.ablation_variants import CONTROLS, Variant, select_variants
+from verimath.trainer.ablation import runs as ablation_runs
+from verimath.trainer.ablation.runs import RunJob, execute, make_jobs, plan_run
+from verimath.trainer.ablation.stats import common_budget, interpolate_curve, t_interval
+from verimath.trainer.ablation.variants import CONTROLS, Variant, select_variants
 from verimath.trainer.cli import main as verimath
 from verimath.trainer.config_io import load_config
 
@@ -185,7 +185,7 @@ def test_micro_ablation_end_to_end_and_rerun_reuses(tmp_path, monkeypatch, capsy
 
 
 def _result(seed, acc, before):
-    from verimath.trainer.ablation_report import RunResult
+    from verimath.trainer.ablation.report import RunResult
 
     return RunResult(seed=seed, acc=acc, greedy=acc, acc_before=before, entropy=0.1,
                      generated_tokens=100.0, trained_tokens=50.0, wall_seconds=1.0, steps=2,
@@ -196,8 +196,8 @@ def test_paired_changes_remove_the_warm_starts_spread():
     """Seeds start far apart (0.05, 0.35, 0.65) and every variant of a seed starts there: by
     hand, GRPO gains 0.05 and DAPO 0.15 on each seed, so DAPO - GRPO = +0.10 with no spread,
     while the unpaired means differ by the same 0.10 inside intervals about 0.75 wide."""
-    from verimath.trainer.ablation_report import markdown_table, reference_of, summarize
-    from verimath.trainer.ablation_variants import select_variants
+    from verimath.trainer.ablation.report import markdown_table, reference_of, summarize
+    from verimath.trainer.ablation.variants import select_variants
 
     before = {0: 0.05, 1: 0.35, 2: 0.65}
     results = {"grpo": [_result(s, b + 0.05, b) for s, b in before.items()],

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from verimath.trainer.advantages import group_advantages, informative_groups
+from verimath.trainer.algo.advantages import group_advantages, informative_groups
 
 # Rewards of the magnitudes seen in practice (correctness +-1 plus shaping in [-1, 0]),
 # on a grid so that (near-)constant groups are common.
@@ -124,7 +124,7 @@ def test_bad_correct():
 
 def test_module_imports_without_torch():
     code = (
-        "import sys; import verimath.trainer.advantages; "
+        "import sys; import verimath.trainer.algo.advantages; "
         "sys.exit(1 if 'torch' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
@@ -211,6 +211,6 @@ def test_informative_accepts_integers(correct):
 def test_docstring_examples():
     import doctest
 
-    import verimath.trainer.advantages as module
+    import verimath.trainer.algo.advantages as module
 
     assert doctest.testmod(module).failed == 0

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.checkpoint import (
+from verimath.trainer.algo.schedule import make_lr_lambda
+from verimath.trainer.checkpoint.files import (
     MANIFEST,
     checkpoint_name,
     latest_checkpoint,
@@ -18,7 +19,6 @@ from verimath.trainer.checkpoint import (
     resolve_checkpoint,
     save_checkpoint,
 )
-from verimath.trainer.schedule import make_lr_lambda
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

@@ -9,8 +9,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.trainer.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
 TOKENIZER = make_char_tokenizer()
 MODEL64 = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=2, num_heads=4,
@@ -106,7 +106,7 @@ def test_models_without_a_separable_head_use_full_logits():
     torch.testing.assert_close(a, b.to(a.dtype), atol=1e-5, rtol=1e-5)
     soft = copy.deepcopy(MODEL64)
     soft.config.final_logit_softcapping = 30.0  # a head that is not a plain projection
-    from verimath.trainer.logprobs import _split_head
+    from verimath.trainer.algo.logprobs import _split_head
 
     assert _split_head(soft) is None and _split_head(MODEL64) is not None
 

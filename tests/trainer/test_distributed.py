@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.distributed import Comm, allocate_quotas
-from verimath.trainer.metrics import read_metrics
+from verimath.trainer.run.distributed import Comm, allocate_quotas
+from verimath.trainer.run.metrics import read_metrics
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.slow

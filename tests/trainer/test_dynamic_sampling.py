@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from verimath.trainer.dynamic_sampling import (
+from verimath.trainer.algo.dynamic_sampling import (
     SamplingStats,
     collect_informative,
     fresh_groups,

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import generate
-from verimath.trainer.episodes import (
+from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
+from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+from verimath.trainer.rollout.episodes import (
     EpisodeSource,
     ExcludingGenerator,
     build_prompt_ids,
     heldout_problems,
 )
-from verimath.trainer.rollout import HFRolloutEngine, SamplingParams
-from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
 
 TOKENIZER = make_char_tokenizer()
 

@@ -9,7 +9,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from verimath.trainer.estimate import (
+from verimath.trainer.estimate.budget import (
     GIB,
     GPUS,
     KNOWN_SHAPES,

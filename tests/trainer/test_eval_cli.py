@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
-import verimath.trainer.eval_run as eval_run
+import verimath.trainer.evaluation.run as eval_run
 from tiny_models import TEMPLATE, fit_seven_or_eight, seven_or_eight_problems
 from verimath.trainer.cli import main as verimath
-from verimath.trainer.eval_metrics import pass_at_k
+from verimath.trainer.evaluation.metrics import pass_at_k
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +108,9 @@ def test_samples_do_not_depend_on_the_batch_size(model_dir, problems_file, unint
 def test_a_training_checkpoint_brings_its_templates(model_dir, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
-    from verimath.trainer.checkpoint import save_checkpoint
+    from verimath.trainer.checkpoint.files import save_checkpoint
     from verimath.trainer.config_io import load_config
-    from verimath.trainer.policy import load_tokenizer
+    from verimath.trainer.model.policy import load_tokenizer
 
     config = load_config("tiny", ["model.prompt_template='{prompt}!'", "rollout.max_new_tokens=6",
                                   "reward.overlong_buffer=2", "data.level=1", "eval.seed=77",
@@ -171,7 +171,7 @@ def test_vllm_without_vllm_names_the_extra(model_dir, problems_file, tmp_path, c
     import sys
 
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
-    monkeypatch.setitem(sys.modules, "verimath.trainer.vllm_engine", None)
+    monkeypatch.setitem(sys.modules, "verimath.trainer.rollout.vllm_engine", None)
     output = tmp_path / "out"
     assert verimath(eval_args(model_dir, problems_file, output, "--engine", "vllm")) == 2
     assert "pip install 'verimath[vllm]'" in capsys.readouterr().err

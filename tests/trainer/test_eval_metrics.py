@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from verimath.trainer.eval_metrics import (
+from verimath.trainer.evaluation.metrics import (
     avg_at_n,
     k_ladder,
     maj_at_k,

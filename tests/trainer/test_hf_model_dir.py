@@ -15,7 +15,7 @@ CHAT = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+    from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
     folder = tmp_path_factory.mktemp("my-model")
     tokenizer = make_char_tokenizer()
@@ -30,7 +30,7 @@ def model_dir(tmp_path_factory):
 @pytest.mark.slow
 def test_two_steps_from_a_local_model_on_prepped_gsm8k(shared_data, model_dir, tmp_path,
                                                        monkeypatch):
-    import verimath.trainer.episodes as episodes
+    import verimath.trainer.rollout.episodes as episodes
 
     problems = tmp_path / "gsm8k.jsonl"
     assert verimath(["prep", "gsm8k", "--input", str(shared_data / "gsm8k" / "test.jsonl"),
@@ -68,7 +68,7 @@ def test_a_saved_generic_tokenizer_keeps_spaces_and_newlines(model_dir):
     and drop whitespace; ``load_policy`` keeps the tokenizer exactly as saved."""
     import torch
     from verimath.trainer.config import ModelConfig
-    from verimath.trainer.policy import load_policy
+    from verimath.trainer.model.policy import load_policy
 
     _, tokenizer = load_policy(ModelConfig(path=str(model_dir)), device=torch.device("cpu"),
                                dtype=torch.float32)

@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from verimath.trainer.logprobs import entropy_from_logits, logprobs_from_logits
-from verimath.trainer.loss import (
+from verimath.trainer.algo.logprobs import entropy_from_logits, logprobs_from_logits
+from verimath.trainer.algo.loss import (
     aggregate_loss,
     dapo_policy_loss,
     kl_penalty,
@@ -172,7 +172,7 @@ def test_cispo_matches_plain_loop_and_every_live_token_has_a_gradient(batch, cli
 
 
 def test_a_registered_aggregation_is_used_by_name():
-    from verimath.trainer.aggregation import AGGREGATIONS, register_aggregation
+    from verimath.trainer.algo.aggregation import AGGREGATIONS, register_aggregation
 
     @register_aggregation("test-sum")
     def _sum(masked, m, **_):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from verimath.trainer.config_io import load_config
-from verimath.trainer.metrics import (
+from verimath.trainer.run.metrics import (
     MetricLoggers,
     MetricsWriter,
     check_backend_packages,

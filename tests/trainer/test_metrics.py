@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.trainer.metrics import MetricsWriter, plot_learning_curve, read_metrics
+from verimath.trainer.run.metrics import MetricsWriter, plot_learning_curve, read_metrics
 
 
 def test_writes_one_flushed_line_per_step_with_plain_scalars(tmp_path):

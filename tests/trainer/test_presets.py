@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from verimath.trainer.cli import main
 from verimath.trainer.config_io import load_config, preset_names, required_settings
-from verimath.trainer.estimate import GPUS, KNOWN_SHAPES, estimate_run, model_shape
-from verimath.trainer.estimate_cli import PRESET_GPUS, PRESET_MODELS, run_shape
+from verimath.trainer.estimate.budget import GPUS, KNOWN_SHAPES, estimate_run, model_shape
+from verimath.trainer.estimate.cli import PRESET_GPUS, PRESET_MODELS, run_shape
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 RECIPES = ("dapo-qwen2.5-32b", "dapo-qwen2.5-math-7b", "dapo-qwen2.5-1.5b")

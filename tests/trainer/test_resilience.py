@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import verimath.trainer.step as step_module
-from verimath.trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+import verimath.trainer.algo.step as step_module
+from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint, save_checkpoint
 from verimath.trainer.config_io import load_config
-from verimath.trainer.loop import Stopped, train
-from verimath.trainer.metrics import read_metrics
-from verimath.trainer.state import open_state
+from verimath.trainer.run.loop import Stopped, train
+from verimath.trainer.run.metrics import read_metrics
+from verimath.trainer.run.state import open_state
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def test_kill_9_at_a_random_step_then_resume_equals_the_uninterrupted_run(tmp_pa
 
 KILL_WHILE_SAVING = """
 import sys, time, torch
-import verimath.trainer.checkpoint as ckpt
+import verimath.trainer.checkpoint.files as ckpt
 model = torch.nn.Linear(2, 2)
 ckpt.save_checkpoint(sys.argv[1], model=model, step=1, config={})
 def slow(root):

@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.rollout import HFRolloutEngine, SamplingParams, WeightSync, sampling_logits
-from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
+from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
+from verimath.trainer.rollout.engine import (
+    HFRolloutEngine,
+    SamplingParams,
+    WeightSync,
+    sampling_logits,
+)
 
 TOKENIZER = make_char_tokenizer()
 MODEL = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=2, num_heads=4, seed=0).eval()

@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.trainer.schedule import lr_at, make_lr_lambda
+from verimath.trainer.algo.schedule import lr_at, make_lr_lambda
 
 schedules = st.sampled_from(["constant", "cosine", "linear"])
 
@@ -121,6 +121,6 @@ def test_proportional_to_base_lr(kw, step, factor):
 def test_docstring_examples():
     import doctest
 
-    import verimath.trainer.schedule as module
+    import verimath.trainer.algo.schedule as module
 
     assert doctest.testmod(module).failed == 0

@@ -7,11 +7,11 @@ import math
 
 import pytest
 import torch
-from verimath.trainer.checkpoint import latest_checkpoint, load_checkpoint
+from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint
 from verimath.trainer.config_io import load_config
-from verimath.trainer.loop import train
-from verimath.trainer.metrics import read_metrics
-from verimath.trainer.state import open_state
+from verimath.trainer.run.loop import train
+from verimath.trainer.run.metrics import read_metrics
+from verimath.trainer.run.state import open_state
 from verimath.trainer.train import main as cli_main
 
 # A model of ~20K parameters on one-digit arithmetic: the warm start teaches "Answer: d",
@@ -185,7 +185,7 @@ def test_cli_prints_config_and_presets(capsys):
 
 
 def test_device_auto_is_cpu_float32_without_a_gpu():
-    from verimath.trainer.policy import resolve_device
+    from verimath.trainer.model.policy import resolve_device
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
@@ -198,7 +198,7 @@ def test_device_auto_is_cpu_float32_without_a_gpu():
 @pytest.mark.slow
 def test_any_hf_directory_works_as_model_path(smoke_run, tmp_path):
     from verimath.trainer.config import ModelConfig
-    from verimath.trainer.policy import load_policy
+    from verimath.trainer.model.policy import load_policy
 
     model_dir = latest_checkpoint(smoke_run[0] / "checkpoints") / "model"
     model, tokenizer = load_policy(ModelConfig(path=str(model_dir)), device=torch.device("cpu"),

@@ -9,11 +9,11 @@ barely warm-started tiny model (every answer wrong, some responses cut at
 from __future__ import annotations
 
 import pytest
-import verimath.trainer.step as step_module
+import verimath.trainer.algo.step as step_module
 from verimath.trainer.config_io import load_config
-from verimath.trainer.loop import train
-from verimath.trainer.metrics import read_metrics
-from verimath.trainer.state import open_state
+from verimath.trainer.run.loop import train
+from verimath.trainer.run.metrics import read_metrics
+from verimath.trainer.run.state import open_state
 
 # 20 warm-start steps: the model ends some responses with EOS but answers nothing right,
 # so no group is informative.

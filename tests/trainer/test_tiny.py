@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.trainer.tiny import (
+from verimath.trainer.model.tiny import (
     CHARACTERS,
     SPECIAL_TOKENS,
     count_parameters,

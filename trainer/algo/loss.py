@@ -1,0 +1,288 @@
+"""The DAPO policy loss and its pieces, as small pure torch functions.
+
+Notation (shapes in the house vocabulary): ``B`` responses, ``T`` response tokens,
+``logp``/``old_logp`` ``(B, T)`` per-token log-probabilities of the sampled tokens under
+the current and the behaviour (old) policy, ``adv`` ``(B,)`` or ``(B, T)``, ``mask``
+``(B, T)`` with 1 on tokens that enter the loss and 0 on padding (and on whole responses
+removed by overlong filtering).
+
+Policy losses are chosen by name from :data:`POLICY_LOSSES` (a new variant is one function
+plus one ``@register_policy_loss`` line). Per token, with ``r = exp(logp - old_logp)``:
+
+    clip   l = -min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A)   PPO; DAPO clip-higher
+           l = min(l, -c * A)   where A < 0 and dual_clip = c > 1     optional dual clip
+    cispo  l = -sg(clip(r, 1 - eps_low, 1 + eps_high)) * A * log r    clipped IS weight: every
+                                                                   token keeps a gradient
+
+The per-token values are reduced by an aggregation of ``verimath.trainer.algo.aggregation``
+(``token-mean`` is DAPO's token-level loss; ``seq-mean-token-mean`` is GRPO's), with the
+counts of the whole optimizer step. Data-parallel wrappers (DDP, FSDP) *average* gradients
+over ranks; with global counts the per-rank losses must be *summed*, so multiply each rank's
+loss by the world size before ``backward()``.
+
+Masked positions never matter: their values may be anything, even ``-inf``/``NaN``
+(they are replaced before any arithmetic), so padding cannot leak NaN into gradients.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from verimath.trainer.algo.aggregation import AGGREGATIONS, aggregate_loss
+
+__all__ = [
+    "AGGREGATIONS",
+    "POLICY_LOSSES",
+    "aggregate_loss",
+    "cispo_surrogate",
+    "clipped_surrogate",
+    "dapo_policy_loss",
+    "kl_penalty",
+    "overlong_filter_mask",
+    "register_policy_loss",
+]
+
+POLICY_LOSSES: dict[str, Callable] = {}
+
+
+def register_policy_loss(name: str):
+    """Decorator: register ``fn(ratio, adv, *, eps_low, eps_high, dual_clip) -> (per-token
+    loss, active)``; ``active`` maps ``low``/``high``/``dual`` to bool tensors marking the
+    tokens where that clip bound applies (reported as ``clip/frac_*``)."""
+    def register(fn):
+        POLICY_LOSSES[name] = fn
+        return fn
+    return register
+
+# exp(20) ~ 5e8: ratios beyond this are numerical accidents; clamping keeps them finite.
+_MAX_LOG_RATIO = 20.0
+
+
+def _check_bt(name: str, tensor: torch.Tensor, shape: torch.Size) -> None:
+    if tensor.shape != shape:
+        raise ValueError(
+            f"{name} must have shape (B, T) = {tuple(shape)}, got {tuple(tensor.shape)}"
+        )
+
+
+def _compute_dtype(t: torch.Tensor) -> torch.dtype:
+    """float32 at least (bf16 log-probs lose the ratio), float64 kept for tests."""
+    return torch.promote_types(t.dtype, torch.float32)
+
+
+def _masked_log_ratio(logp, old_logp, mask) -> torch.Tensor:
+    dtype = _compute_dtype(logp)
+    keep = mask.bool()
+    delta = logp.to(dtype) - old_logp.to(dtype)
+    delta = torch.where(keep, delta, torch.zeros((), dtype=dtype, device=delta.device))
+    return delta.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)  # (B, T)
+
+
+def _broadcast_adv(adv: torch.Tensor, keep: torch.Tensor, dtype) -> torch.Tensor:
+    shape = keep.shape
+    if adv.dim() == 1 and adv.shape[0] == shape[0]:
+        return adv.detach().to(dtype)[:, None]  # (B, 1)
+    if adv.shape != shape:
+        raise ValueError(
+            f"adv must have shape (B,) = ({shape[0]},) or (B, T) = {tuple(shape)}, "
+            f"got {tuple(adv.shape)}"
+        )
+    zero = torch.zeros((), dtype=dtype, device=adv.device)
+    return torch.where(keep, adv.detach().to(dtype), zero)  # (B, T)
+
+
+@register_policy_loss("clip")
+def clipped_surrogate(
+    ratio: torch.Tensor,
+    adv: torch.Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.28,
+    dual_clip: float | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per-token clipped surrogate *loss* (to minimise) and where each clip is active.
+
+    ``l = max(-A r, -A clip(r, 1 - eps_low, 1 + eps_high))``, then for ``A < 0`` with a
+    dual clip ``c``: ``l = min(l, -c A)``. ``ratio`` and ``adv`` broadcast together.
+
+    Returns ``(loss, active)`` where ``active`` holds bool tensors ``low`` (``A < 0`` and
+    ``r < 1 - eps_low``), ``high`` (``A > 0`` and ``r > 1 + eps_high``) and ``dual``
+    (``A < 0`` and ``r > c``); on those tokens the gradient of ``l`` is exactly zero.
+    """
+    unclipped = -adv * ratio
+    clipped = -adv * ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
+    loss = torch.maximum(unclipped, clipped)
+    active = {
+        "low": (adv < 0) & (ratio < 1.0 - eps_low),
+        "high": (adv > 0) & (ratio > 1.0 + eps_high),
+    }
+    if dual_clip is not None:
+        dual = (adv < 0) & (ratio > dual_clip)
+        loss = torch.where(dual, -adv * dual_clip, loss)
+        active["dual"] = dual
+    else:
+        active["dual"] = torch.zeros_like(active["low"])
+    return loss, active
+
+
+@register_policy_loss("cispo")
+def cispo_surrogate(
+    ratio: torch.Tensor,
+    adv: torch.Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.28,
+    dual_clip: float | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per-token CISPO loss (MiniMax-M1, arXiv 2506.13585): the clipped importance weight
+    ``w = clip(r, 1 - eps_low, 1 + eps_high)`` is a constant and every token keeps the
+    gradient ``-w * A * d log pi``. Written as ``-A * sg(w / r) * r`` so that its value is
+    ``-A * w`` and it needs the ratio only. ``active`` marks where ``w`` was clipped (the
+    gradient there is scaled, not removed). ``dual_clip`` does not apply (must be None)."""
+    if dual_clip is not None:
+        raise ValueError("dual_clip applies to the clip policy loss only; set it to None")
+    weight = ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
+    loss = -adv * (weight / ratio).detach() * ratio
+    active = {"low": ratio < 1.0 - eps_low, "high": ratio > 1.0 + eps_high}
+    active["dual"] = torch.zeros_like(active["low"])
+    return loss, active
+
+
+def _check_logp_shapes(logp, other_name: str, other, mask) -> None:
+    """``logp`` is ``(B, T)`` and ``other`` (old or reference log-probs) and ``mask`` match it."""
+    if logp.dim() != 2:
+        raise ValueError(f"logp must have shape (B, T), got {tuple(logp.shape)}")
+    _check_bt(other_name, other, logp.shape)
+    _check_bt("mask", mask, logp.shape)
+
+
+def _validate(logp, old_logp, mask, eps_low, eps_high, dual_clip) -> None:
+    _check_logp_shapes(logp, "old_logp", old_logp, mask)
+    if not (0.0 <= eps_low < 1.0):
+        raise ValueError(f"eps_low must be in [0, 1), got {eps_low}")
+    if not eps_high >= 0.0:
+        raise ValueError(f"eps_high must be >= 0, got {eps_high}")
+    if dual_clip is not None and not dual_clip > 1.0:
+        raise ValueError(f"dual_clip must be > 1 (it bounds -A * ratio for A < 0), got {dual_clip}")
+
+
+def dapo_policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.28,
+    dual_clip: float | None = None,
+    num_tokens: float | int | None = None,
+    aggregation: str = "token-mean",
+    num_sequences: float | int | None = None,
+    policy_loss: str = "clip",
+    horizon: float | int | None = None,
+    is_weights: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """DAPO's clip-higher surrogate with token-level aggregation: ``(loss, metrics)``.
+
+    ``loss`` is a 0-dim tensor with gradient w.r.t. ``logp`` only (``old_logp``, ``adv``
+    and ``is_weights`` are constants). Naive GRPO is ``eps_high=eps_low=0.2,
+    aggregation="seq-mean-token-mean"``. ``policy_loss`` names an entry of
+    :data:`POLICY_LOSSES`, ``aggregation`` one of ``AGGREGATIONS`` (``horizon`` is the
+    constant of ``seq-mean-token-sum-norm``). ``is_weights`` ``(B, T)`` multiplies each
+    token's loss (the truncated importance-sampling correction for a rollout engine whose
+    log-probs differ from the trainer's); None is all ones.
+
+    Metrics (python floats over this micro-batch's masked tokens; 0 for fractions and
+    NaN for ratio statistics when it has no token):
+    ``loss/policy`` (this micro-batch's share: with global counts, the shares of all
+    micro-batches sum to the step's loss); ``clip/frac_low``, ``clip/frac_high``,
+    ``clip/frac_dual`` (fraction of tokens where that clip bound applies; for ``clip``
+    their gradient is removed); ``policy/approx_kl`` (mean of the k3 estimator
+    ``(r - 1) - log r`` of KL(old || new), >= 0); ``policy/ratio_mean``,
+    ``policy/ratio_max``, ``policy/ratio_min``; ``policy/tokens`` (masked tokens, to
+    weight micro-batch metrics when averaging them).
+    """
+    surrogate = POLICY_LOSSES.get(policy_loss)
+    if surrogate is None:
+        raise ValueError(f"policy_loss must be one of {sorted(POLICY_LOSSES)}, got {policy_loss!r}")
+    _validate(logp, old_logp, mask, eps_low, eps_high, dual_clip)
+    log_ratio = _masked_log_ratio(logp, old_logp.detach(), mask)  # (B, T)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    a = _broadcast_adv(adv, mask.bool(), ratio.dtype)  # (B, 1) or (B, T)
+    per_token, active = surrogate(ratio, a, eps_low=eps_low, eps_high=eps_high,
+                                  dual_clip=dual_clip)  # (B, T)
+    if is_weights is not None:
+        _check_bt("is_weights", is_weights, logp.shape)
+        per_token = per_token * is_weights.detach().to(per_token.dtype)
+    loss = aggregate_loss(per_token, mask, aggregation=aggregation, num_tokens=num_tokens,
+                          num_sequences=num_sequences, horizon=horizon)
+    metrics = _policy_metrics(loss, ratio, log_ratio, active, mask.bool())
+    return loss, metrics
+
+
+@torch.no_grad()
+def _policy_metrics(loss, ratio, log_ratio, active, keep) -> dict[str, float]:
+    n = int(keep.sum())
+    out = {"loss/policy": float(loss), "policy/tokens": float(n)}
+    if n == 0:
+        out.update({f"clip/frac_{k}": 0.0 for k in ("low", "high", "dual")})
+        out.update({f"policy/ratio_{k}": math.nan for k in ("mean", "max", "min")})
+        out["policy/approx_kl"] = 0.0
+        return out
+    for key, hit in active.items():
+        out[f"clip/frac_{key}"] = float((hit & keep).sum()) / n
+    r = ratio[keep]
+    out["policy/approx_kl"] = float(((r - 1.0) - log_ratio[keep]).mean())
+    out["policy/ratio_mean"] = float(r.mean())
+    out["policy/ratio_max"] = float(r.max())
+    out["policy/ratio_min"] = float(r.min())
+    return out
+
+
+def overlong_filter_mask(
+    mask: torch.Tensor, truncated: torch.Tensor, *, enabled: bool = True
+) -> torch.Tensor:
+    """DAPO overlong filtering: zero the loss mask of every truncated response.
+
+    ``mask`` ``(B, T)``, ``truncated`` ``(B,)`` bool (response cut at the length limit
+    without EOS). Returns a new mask of ``mask``'s dtype; ``enabled=False`` returns
+    ``mask`` unchanged (the switch for ablations).
+    """
+    if mask.dim() != 2:
+        raise ValueError(f"mask must have shape (B, T), got {tuple(mask.shape)}")
+    if truncated.shape != mask.shape[:1]:
+        raise ValueError(
+            f"truncated must have shape (B,) = ({mask.shape[0]},), got {tuple(truncated.shape)}"
+        )
+    if not enabled:
+        return mask
+    keep = ~truncated.to(device=mask.device, dtype=torch.bool)[:, None]  # (B, 1)
+    if mask.dtype == torch.bool:
+        return mask & keep
+    return mask * keep.to(mask.dtype)
+
+
+def kl_penalty(
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    aggregation: str = "token-mean",
+    num_tokens: float | int | None = None,
+    num_sequences: float | int | None = None,
+    horizon: float | int | None = None,
+) -> torch.Tensor:
+    """KL(pi_theta || pi_ref) with the k3 estimator, aggregated like the policy loss.
+
+    Per token ``k3 = exp(d) - d - 1`` with ``d = ref_logp - logp`` (samples come from the
+    policy): unbiased, always >= 0, zero iff the log-probs agree. The gradient flows into
+    ``logp`` only. Add ``beta * kl_penalty(...)`` to the policy loss; DAPO itself uses no
+    KL term (``beta = 0``). Counting conventions are those of ``aggregate_loss``.
+    """
+    _check_logp_shapes(logp, "ref_logp", ref_logp, mask)
+    d = -_masked_log_ratio(logp, ref_logp.detach(), mask)  # (B, T)
+    k3 = torch.expm1(d) - d
+    return aggregate_loss(k3, mask, aggregation=aggregation, num_tokens=num_tokens,
+                          num_sequences=num_sequences, horizon=horizon)

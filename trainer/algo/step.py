@@ -1,0 +1,124 @@
+"""One DAPO step, top to bottom: :func:`rl_step`.
+
+DAPO (Yu et al. 2025, arXiv 2503.14476) is GRPO plus four techniques; each is visible at its
+call site below, behind its own switch:
+
+1. **Clip-Higher**: ``eps_high > eps_low`` in the clipped surrogate
+   (``loss.clipped_surrogate``); switch ``algo.clip_higher``.
+2. **Dynamic sampling**: generation rounds until ``algo.train_prompts`` groups with
+   ``0 < #correct < G`` are held (``dynamic_sampling.collect_informative``); switch
+   ``algo.dynamic_sampling``. Later rounds are sized to what is missing
+   (``algo.adaptive_rounds``) and informative groups beyond the target are trained on at the
+   next step (``algo.max_staleness``) rather than thrown away.
+3. **Token-level loss**: the ``token-mean`` aggregation over the whole mini-batch, exact under
+   micro-batching and across ranks (``aggregation.token_mean``); switch
+   ``algo.token_level_loss``.
+4. **Overlong reward shaping**: truncated responses leave the loss
+   (``loss.overlong_filter_mask``, switch ``algo.overlong_filtering``); the soft length
+   penalty is added to the reward by the env (``verimath.rewards.overlong_penalty``, switch
+   ``reward.overlong_punishment``).
+
+With several ranks (``verimath.trainer.run.distributed``) each rank runs this same function on
+its share of the prompts; the collectives are inside dynamic sampling, the update's token
+counts and the metrics, and :func:`balanced` pads every rank to the same number of groups so
+that the sharded forward and backward passes run in step.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from verimath.trainer.algo.advantages import group_advantages
+from verimath.trainer.algo.batch import (
+    keep_sampling_policy,
+    mini_batches,
+    pack_batch,
+    sequence_logprobs,
+    use_sampling_policy,
+)
+from verimath.trainer.algo.dynamic_sampling import collect_informative, fresh_groups
+from verimath.trainer.algo.loss import overlong_filter_mask
+from verimath.trainer.algo.step_metrics import engine_mismatch, step_metrics
+from verimath.trainer.algo.update import LossSettings, mean_metrics, update_on_mini_batch
+from verimath.trainer.rollout.episodes import Group
+from verimath.trainer.run.state import TrainState
+
+
+def rl_step(state: TrainState) -> dict[str, float]:
+    """Step ``state.step`` (0-based): rollouts, advantages, updates; returns its metrics."""
+    cfg, algo, comm = state.config, state.config.algo, state.comm
+    rng = np.random.default_rng([cfg.optim.seed, state.step])  # mini-batch order, resumable
+    t0 = time.perf_counter()
+    carried = fresh_groups(state.surplus, [state.step - g.step for g in state.surplus],
+                           algo.max_staleness)
+    groups, surplus, sampling = collect_informative(  # DAPO 2: dynamic sampling
+        state.episodes.next_round, target_groups=algo.train_prompts,
+        max_rounds=algo.max_gen_rounds, round_prompts=cfg.rollout.gen_prompts // comm.world,
+        filter=algo.dynamic_sampling, adaptive=algo.adaptive_rounds, margin=algo.round_margin,
+        min_round_prompts=algo.min_round_prompts, carried=carried, comm=comm)
+    ages = _tag_and_age(groups + surplus, state.step)
+    extra = {"sampling/stale_dropped": float(len(state.surplus) - len(carried)),
+             "sampling/staleness_mean": float(np.mean(ages[:len(groups)])) if groups else 0.0}
+    state.surplus = surplus if algo.max_staleness > 0 else []
+    if sampling.note:
+        state.echo(f"step {state.step + 1}: {sampling.note}")
+    t1, updates = time.perf_counter(), []
+    if sampling.kept_groups:  # all ranks agree: the count is global
+        fwd = {"temperature": cfg.rollout.temperature, "micro_batch_size": algo.micro_batch_size,
+               "chunk_size": algo.logprob_chunk_size}
+        padded = balanced(groups, state)
+        rewards = np.stack([g.rewards for g in padded])  # (P, G) correctness + length penalty
+        adv = group_advantages(rewards, eps=algo.adv_eps)  # (P, G): (r - mean) / (std + eps)
+        batch = pack_batch(padded, adv, pad_id=state.pad_id, device=state.device)
+        batch.mask = overlong_filter_mask(batch.mask, batch.truncated,  # DAPO 4: filtering
+                                          enabled=algo.overlong_filtering)
+        batch.old_logp = sequence_logprobs(state.model, batch, **fwd)  # pi_old, (N, S-1)
+        use_sampling_policy(batch, padded)  # a group from an earlier step: the pi that sampled it
+        keep_sampling_policy(state.model, balanced(state.surplus, state, new_only=True),
+                             pad_id=state.pad_id, device=state.device, **fwd)
+        if state.ref_model is not None:  # optional KL: the model RL started from
+            batch.ref_logp = sequence_logprobs(state.ref_model, batch, **fwd)
+        extra.update(engine_mismatch(batch, comm))  # engine vs trainer log-probs, all ranks
+        eps_low, eps_high = algo.clip_range
+        settings = LossSettings(
+            eps_low=eps_low, eps_high=eps_high,  # DAPO 1: clip-higher, eps_high > eps_low
+            aggregation=algo.aggregation,  # DAPO 3: token-level loss, "token-mean"
+            dual_clip=algo.dual_clip, kl_coef=algo.kl_coef, policy_loss=algo.policy_loss,
+            temperature=cfg.rollout.temperature, chunk_size=algo.logprob_chunk_size,
+            horizon=cfg.rollout.max_new_tokens, rollout_is_cap=algo.rollout_is_cap)
+        parts = -(-sampling.kept_groups // algo.mini_batch_prompts)  # updates per epoch
+        for _ in range(algo.ppo_epochs):
+            for rows in mini_batches(batch.group, parts, rng, by=algo.mini_batch_by):
+                updates.append(update_on_mini_batch(
+                    state.model, state.optimizer, state.scheduler, batch, rows, comm=comm,
+                    settings=settings, micro_batch_size=algo.micro_batch_size,
+                    grad_clip=cfg.optim.grad_clip))
+        for update in updates:  # a NaN/inf gradient skipped the update: count them in a row
+            state.skipped_in_a_row = state.skipped_in_a_row + 1 if update["optim/skipped"] else 0
+        push = state.engine.sync_weights(state.model)  # the next rollouts sample the new policy
+        extra.update({"time/weight_push": push.seconds, "compute/weight_push_bytes": push.bytes})
+    t2 = time.perf_counter()
+    return step_metrics(sampling, state.episodes.pop_stats(), {**mean_metrics(updates), **extra},
+                        groups, comm=comm, seconds_update=t2 - t1, seconds_step=t2 - t0)
+
+
+def _tag_and_age(groups: list[Group], step: int) -> np.ndarray:
+    """Mark new groups as generated at ``step``; the age of each group in steps."""
+    for g in groups:
+        g.step = step if g.step is None else g.step
+    return np.array([step - g.step for g in groups], dtype=np.float64)
+
+
+def balanced(groups: list[Group], state: TrainState, *, new_only: bool = False) -> list[Group]:
+    """``groups`` padded with empty groups (zero loss mask) up to the largest count on any
+    rank, so that every rank runs the same number of forward and backward passes (FSDP's
+    collectives run in step); one process returns the groups as they are. ``new_only``
+    keeps only groups without stored sampling log-probs (for ``keep_sampling_policy``)."""
+    mine = [g for g in groups if not new_only or g.old_logprobs is None]
+    if not state.comm.enabled:
+        return mine
+    most = max(state.comm.gather_counts(len(mine)))
+    g = state.config.rollout.group_size
+    eos = state.tokenizer.eos_token_id
+    return mine + [Group.padding_group(g, eos) for _ in range(most - len(mine))]

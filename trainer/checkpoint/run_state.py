@@ -1,0 +1,113 @@
+"""Saving a run's ``TrainState`` in a checkpoint and restoring it, in one or several processes.
+
+One process writes ``verimath.trainer.checkpoint.files`` directories (a Hugging Face ``model/``,
+``optimizer.pt``, ``rng.pt``, the run record with the problem stream and the surplus groups
+in ``extra_state``). Several ranks write ``verimath.trainer.checkpoint.sharded`` directories
+(DCP shards and one state file per rank). Either kind resumes with any number of ranks.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verimath.trainer.checkpoint.files import load_checkpoint, save_checkpoint
+from verimath.trainer.checkpoint.sharded import (
+    is_sharded,
+    load_full_optimizer,
+    load_sharded,
+    save_sharded,
+)
+from verimath.trainer.model.policy import seed_everything
+from verimath.trainer.rollout.episodes import Group
+from verimath.trainer.run.distributed import rank_seed
+
+__all__ = ["RunRecord", "is_sharded", "restore_state", "save_state", "saved_record"]
+
+
+@dataclass
+class RunRecord:
+    """What a run has accumulated; saved (as JSON) in every checkpoint."""
+
+    generated_tokens: int = 0
+    trained_tokens: int = 0
+    before: dict[str, float] = field(default_factory=dict)
+    """Held-out metrics before RL (after the warm start)."""
+    after: dict[str, float] | None = None
+    """Held-out metrics after the last RL step."""
+    warmstart: dict[str, float] = field(default_factory=dict)
+    reference: str | None = None
+    """Where the KL reference model lives (``model.path``, or ``reference/`` in the run)."""
+    seconds_before: float = 0.0
+    """Wall seconds of earlier sessions of a resumed run."""
+
+
+def save_state(state) -> Path:
+    """A checkpoint of the ``TrainState`` at ``state.step`` (model, optimizer, scheduler,
+    RNGs, run record, problem stream, surplus groups); every rank calls it."""
+    record = dataclasses.replace(state.record, seconds_before=state.elapsed())
+    streams = {"episodes": state.episodes.state_dict(),
+               "surplus": [g.to_dict() for g in state.surplus]}
+    cfg = state.config
+    if state.comm.enabled:
+        return save_sharded(state.run_dir / "checkpoints", model=state.model,
+                            optimizer=state.optimizer, scheduler=state.scheduler,
+                            step=state.step, config=cfg.to_dict(),
+                            record={"run": dataclasses.asdict(record)}, rank_state=streams,
+                            comm=state.comm, keep_last=cfg.logging.keep_checkpoints,
+                            tokenizer=state.tokenizer, export=state.step >= cfg.optim.steps)
+    return save_checkpoint(state.run_dir / "checkpoints", model=state.model,
+                           tokenizer=state.tokenizer, optimizer=state.optimizer,
+                           scheduler=state.scheduler, step=state.step, config=cfg.to_dict(),
+                           extra_state={"run": dataclasses.asdict(record), **streams},
+                           keep_last=cfg.logging.keep_checkpoints)
+
+
+def restore_state(state, ckpt: dict) -> None:
+    """Optimizer, scheduler, RNGs, problem stream and surplus of ``state`` from ``ckpt``
+    (the model's weights of a one-process checkpoint are loaded before sharding)."""
+    path, comm = Path(ckpt["path"]), state.comm
+    state.step = state.start_step = ckpt["step"]
+    if is_sharded(path):
+        streams = load_sharded(path, model=state.model, optimizer=state.optimizer, comm=comm)
+        load_checkpoint(path, scheduler=state.scheduler, restore_rng=False)
+    elif comm.enabled:  # a one-process run continued on several ranks
+        import torch
+
+        saved = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
+        load_full_optimizer(state.model, state.optimizer, saved)
+        load_checkpoint(path, scheduler=state.scheduler, restore_rng=comm.is_main)
+        streams = _trainer_state(ckpt) if comm.is_main else None
+    else:
+        load_checkpoint(path, optimizer=state.optimizer, scheduler=state.scheduler)
+        streams = _trainer_state(ckpt)
+    if streams is None:  # a rank the saved run did not have: a stream of its own
+        seed_everything(rank_seed(state.config.optim.seed, comm.rank) + state.step)
+    else:
+        state.episodes.load_state_dict(streams["episodes"])
+        state.surplus = [Group.from_dict(g) for g in streams.get("surplus", [])]
+    state.engine.sync_weights(state.model)
+
+
+def saved_record(ckpt: dict) -> RunRecord:
+    """The run record stored in a checkpoint (ValueError when it is not verimath's)."""
+    extra = ckpt.get("extra_state")
+    saved = extra.get("run") if isinstance(extra, dict) else None
+    names = {f.name for f in dataclasses.fields(RunRecord)}
+    if not isinstance(saved, dict) or not names >= saved.keys():
+        raise ValueError(f"checkpoint {ckpt['path']} holds no verimath run record (extra_state "
+                         "needs 'run'): it was not written by verimath train, or is corrupt; "
+                         "resume from an earlier checkpoint directory")
+    return RunRecord(**copy.deepcopy(saved))
+
+
+def _trainer_state(ckpt: dict) -> dict:
+    """The problem stream of a one-process checkpoint (``episodes``, ``surplus``)."""
+    extra = ckpt.get("extra_state")
+    if not isinstance(extra, dict) or not {"run", "episodes"} <= extra.keys():
+        raise ValueError(f"checkpoint {ckpt['path']} holds no trainer state (extra_state needs "
+                         "'run' and 'episodes'): it was not written by verimath train, or is "
+                         "corrupt; resume from an earlier checkpoint directory")
+    return extra

