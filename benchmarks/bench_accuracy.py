@@ -2,7 +2,8 @@
 
     python benchmarks/bench_accuracy.py              # the table, by kind of case
     python benchmarks/bench_accuracy.py --verbose    # plus every row where a verifier is wrong
-    python benchmarks/bench_accuracy.py --quick      # the labelled table only
+    python benchmarks/bench_accuracy.py --quick      # the labelled tables only
+    python benchmarks/bench_accuracy.py --quick --split heldout   # the part never tuned on
 
 The cases are ``benchmarks/data/accuracy_cases.jsonl``: written for this benchmark from the
 kinds of answers verifiers miss and from graders' published normalization rules (Qwen2.5-Math,
@@ -18,6 +19,13 @@ its default extraction (LaTeX and plain expressions), the gold wrapped as ``$gol
 ``pred`` without words or ``$`` is wrapped as ``$pred$`` too, so that bare LaTeX parses.
 Both run in the same process and run, on the same rows.
 
+A second labelled table, ``benchmarks/data/new_cases.jsonl``, was written from the math
+itself (answer markers such as ``A: 71``, ``<answer>`` tags, plain-text notation, identities,
+relations, value vs equation, letter case, decimals vs exact values, mixed and complex
+numbers, refusals that restate the question's numbers) before the code that handles those
+kinds. Both tables are split into a dev part and a held-out part by ``split_of`` (a fixed
+rule on each row's id, by kind): the code is tuned on the dev part only.
+
 With the real datasets at hand (``../shared/data`` or ``$VERIMATH_DATA_DIR``), a second
 table scores text nobody wrote for this benchmark: the 500 worked solutions of MATH-500
 with their ``\\boxed{}`` removed (the content kept) and the 1,319 GSM8K test solutions
@@ -30,6 +38,7 @@ written, so they are no blind test either.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +48,8 @@ from collections import defaultdict
 from pathlib import Path
 
 TABLE = Path(__file__).resolve().parent / "data" / "accuracy_cases.jsonl"
+NEW_TABLE = Path(__file__).resolve().parent / "data" / "new_cases.jsonl"
+SPLITS = ("all", "dev", "heldout")
 DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 FIELDS = {"id": str, "kind": str, "source": str, "input": str, "text": str, "gold": str,
           "label": bool}
@@ -80,6 +91,28 @@ def load_cases(path: Path = TABLE) -> list[dict]:
                                  f"or 'pred', got {row['input']!r}")
             rows.append(row)
     return rows
+
+
+def split_of(rows: list[dict]) -> list[str]:
+    """``"dev"`` or ``"heldout"`` per row, fixed before the code was tuned: within each
+    ``kind``, rows ordered by the SHA-256 of their ``id`` alternate dev, held-out, dev...
+    Code is written and tuned reading the dev part only; the held-out part measures it."""
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_kind[row["kind"]].append(i)
+    out = [""] * len(rows)
+    for idx in by_kind.values():
+        idx.sort(key=lambda i: hashlib.sha256(rows[i]["id"].encode()).hexdigest())
+        for rank, i in enumerate(idx):
+            out[i] = "dev" if rank % 2 == 0 else "heldout"
+    return out
+
+
+def select_split(rows: list[dict], split: str) -> list[dict]:
+    """The rows of one part (``SPLITS``) of a table."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+    return rows if split == "all" else [r for r, s in zip(rows, split_of(rows)) if s == split]
 
 
 def group_of(kind: str) -> str:
@@ -138,7 +171,7 @@ def agreement_table(rows: list[dict], systems: dict[str, list[bool]]) -> str:
                  for n in names]
         label = f"**{title}**" if title == "all" else title
         lines.append(f"| {label} | {len(idx)} | " + " | ".join(cells) + " |")
-    hacks = [i for i, r in enumerate(rows) if r["kind"] == "reward_hack"]
+    hacks = [i for i, r in enumerate(rows) if r["kind"].startswith("reward_hack")]
     if hacks:
         accepted = [str(sum(systems[n][i] for i in hacks)) for n in names]
         lines.append(f"| reward hacks accepted | {len(hacks)} | " + " | ".join(accepted) + " |")
@@ -217,13 +250,16 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print every row a verifier gets wrong")
     parser.add_argument("--quick", action="store_true",
                         help="the labelled table only (no real-text table)")
+    parser.add_argument("--split", default="all", choices=SPLITS,
+                        help="the part of each labelled table to score (see split_of)")
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
-    rows = load_cases()
-    print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
-          f"{sum(not r['label'] for r in rows)} wrong) from {TABLE.name}")
-    compare(rows, args.verbose)
+    for table in (TABLE, NEW_TABLE):
+        rows = select_split(load_cases(table), args.split)
+        print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
+              f"{sum(not r['label'] for r in rows)} wrong) from {table.name}, split {args.split}")
+        compare(rows, args.verbose)
     real = [] if args.quick else unboxed_math500() + gsm8k_worked()
     if real:
         print(f"\n== {len(real)} worked solutions, answer markers removed, from {DATA_DIR}")
