@@ -17,7 +17,7 @@ import gymnasium as gym
 import pytest
 from verimath.envs import ENV_IDS, generate, write_problems
 
-SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "envs" / "snapshots"
+SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
 UPDATE = os.environ.get("VERIMATH_UPDATE_SNAPSHOTS") == "1"
 EPISODES = 3
 
