@@ -47,7 +47,7 @@ _EXPORTS = {
     "RolloutEngine": "rollout.engine", "HFRolloutEngine": "rollout.engine", "Rollouts": "rollout.engine",
     "SamplingParams": "rollout.engine", "make_engine": "rollout.factory",
     "make_char_tokenizer": "model.tiny", "make_tiny_model": "model.tiny",
-    "TrainState": "run.state", "open_state": "run.state", "save_state": "checkpoint.run_state",
+    "TrainState": "run.state", "open_state": "run.setup", "save_state": "checkpoint.run_state",
     "rl_step": "algo.step",
 }
 

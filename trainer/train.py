@@ -260,7 +260,7 @@ def _documented_config(config, args: argparse.Namespace) -> str:
 
 def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=None) -> int:
     from verimath.trainer.run.loop import Stopped, train
-    from verimath.trainer.run.state import open_state
+    from verimath.trainer.run.setup import open_state
 
     if not config.logging.progress:  # also silence transformers' load/save bars
         from transformers.utils import logging as hf_logging

@@ -17,7 +17,7 @@ from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint
 from verimath.trainer.config_io import load_config
 from verimath.trainer.run.loop import Stopped, train
 from verimath.trainer.run.metrics import read_metrics
-from verimath.trainer.run.state import open_state
+from verimath.trainer.run.setup import open_state
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint
 from verimath.trainer.config_io import load_config
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
-from verimath.trainer.run.state import open_state
+from verimath.trainer.run.setup import open_state
 from verimath.trainer.train import main as cli_main
 
 # A model of ~20K parameters on one-digit arithmetic: the warm start teaches "Answer: d",

@@ -13,7 +13,7 @@ import verimath.trainer.algo.step as step_module
 from verimath.trainer.config_io import load_config
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
-from verimath.trainer.run.state import open_state
+from verimath.trainer.run.setup import open_state
 
 # 20 warm-start steps: the model ends some responses with EOS but answers nothing right,
 # so no group is informative.

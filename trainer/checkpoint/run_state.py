@@ -4,13 +4,13 @@ One process writes ``verimath.trainer.checkpoint.files`` directories (a Hugging 
 ``optimizer.pt``, ``rng.pt``, the run record with the problem stream and the surplus groups
 in ``extra_state``). Several ranks write ``verimath.trainer.checkpoint.sharded`` directories
 (DCP shards and one state file per rank). Either kind resumes with any number of ranks.
+The run record (:class:`verimath.trainer.run.state.RunRecord`) travels as JSON in both.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from verimath.trainer.checkpoint.files import load_checkpoint, save_checkpoint
@@ -23,28 +23,12 @@ from verimath.trainer.checkpoint.sharded import (
 from verimath.trainer.model.policy import seed_everything
 from verimath.trainer.rollout.episodes import Group
 from verimath.trainer.run.distributed import rank_seed
+from verimath.trainer.run.state import RunRecord, TrainState
 
-__all__ = ["RunRecord", "is_sharded", "restore_state", "save_state", "saved_record"]
-
-
-@dataclass
-class RunRecord:
-    """What a run has accumulated; saved (as JSON) in every checkpoint."""
-
-    generated_tokens: int = 0
-    trained_tokens: int = 0
-    before: dict[str, float] = field(default_factory=dict)
-    """Held-out metrics before RL (after the warm start)."""
-    after: dict[str, float] | None = None
-    """Held-out metrics after the last RL step."""
-    warmstart: dict[str, float] = field(default_factory=dict)
-    reference: str | None = None
-    """Where the KL reference model lives (``model.path``, or ``reference/`` in the run)."""
-    seconds_before: float = 0.0
-    """Wall seconds of earlier sessions of a resumed run."""
+__all__ = ["is_sharded", "restore_state", "save_state", "saved_record"]
 
 
-def save_state(state) -> Path:
+def save_state(state: TrainState) -> Path:
     """A checkpoint of the ``TrainState`` at ``state.step`` (model, optimizer, scheduler,
     RNGs, run record, problem stream, surplus groups); every rank calls it."""
     record = dataclasses.replace(state.record, seconds_before=state.elapsed())
@@ -65,7 +49,7 @@ def save_state(state) -> Path:
                            keep_last=cfg.logging.keep_checkpoints)
 
 
-def restore_state(state, ckpt: dict) -> None:
+def restore_state(state: TrainState, ckpt: dict) -> None:
     """Optimizer, scheduler, RNGs, problem stream and surplus of ``state`` from ``ckpt``
     (the model's weights of a one-process checkpoint are loaded before sharding)."""
     path, comm = Path(ckpt["path"]), state.comm

@@ -26,9 +26,10 @@ from pathlib import Path
 
 from verimath.trainer.algo.step import rl_step
 from verimath.trainer.checkpoint.run_state import save_state
+from verimath.trainer.evaluation.heldout import evaluate_heldout
 from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
 from verimath.trainer.run.progress import bar_echo, progress_bar
-from verimath.trainer.run.state import TrainState, evaluate_heldout
+from verimath.trainer.run.state import TrainState
 
 PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
              "policy/entropy", "length/mean")

@@ -1,0 +1,46 @@
+"""Importing the RL step loads the algorithm and the state it reads, nothing of a run's
+construction: no checkpoints, warm start, engine factory, metrics writers or config files."""
+
+import json
+import subprocess
+import sys
+
+# The step, its math, the state it advances and the types that state holds.
+STEP_MODULES = {
+    "verimath.trainer", "verimath.trainer.config",
+    "verimath.trainer.algo", "verimath.trainer.algo.advantages",
+    "verimath.trainer.algo.aggregation", "verimath.trainer.algo.batch",
+    "verimath.trainer.algo.dynamic_sampling", "verimath.trainer.algo.logprobs",
+    "verimath.trainer.algo.loss", "verimath.trainer.algo.step",
+    "verimath.trainer.algo.step_metrics", "verimath.trainer.algo.update",
+    "verimath.trainer.rollout", "verimath.trainer.rollout.engine",
+    "verimath.trainer.rollout.episodes",
+    "verimath.trainer.run", "verimath.trainer.run.distributed", "verimath.trainer.run.state",
+}
+CONSTRUCTION = ("verimath.trainer.checkpoint", "verimath.trainer.model",
+                "verimath.trainer.rollout.factory", "verimath.trainer.rollout.vllm_engine",
+                "verimath.trainer.run.setup", "verimath.trainer.run.metrics",
+                "verimath.trainer.run.loop", "verimath.trainer.evaluation",
+                "verimath.trainer.config_io")
+
+
+def loaded_by(module: str) -> set[str]:
+    """The ``verimath.trainer`` modules a fresh interpreter holds after importing ``module``."""
+    code = (f"import json, sys; import {module}; "
+            "print(json.dumps(sorted(m for m in sys.modules "
+            "if m.startswith('verimath.trainer'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return set(json.loads(out.stdout))
+
+
+def test_the_step_loads_the_algorithm_and_nothing_of_construction():
+    loaded = loaded_by("verimath.trainer.algo.step")
+    construction = sorted(m for m in loaded if m.startswith(CONSTRUCTION))
+    assert not construction, f"importing the step loads {construction}"
+    assert loaded <= STEP_MODULES, f"new modules behind the step: {sorted(loaded - STEP_MODULES)}"
+
+
+def test_the_state_alone_loads_no_construction():
+    loaded = loaded_by("verimath.trainer.run.state")
+    assert not [m for m in loaded if m.startswith(CONSTRUCTION)], sorted(loaded)
