@@ -44,3 +44,24 @@ def test_the_step_loads_the_algorithm_and_nothing_of_construction():
 def test_the_state_alone_loads_no_construction():
     loaded = loaded_by("verimath.trainer.run.state")
     assert not [m for m in loaded if m.startswith(CONSTRUCTION)], sorted(loaded)
+
+
+def test_every_dapo_switch_is_read_where_the_step_docstring_says():
+    import inspect
+
+    from verimath.trainer.algo import step
+    from verimath.trainer.config import AlgoConfig
+    from verimath.trainer.run import setup
+
+    doc, body = step.__doc__, inspect.getsource(step.rl_step)
+    at_call_site = {"dynamic_sampling": "filter=algo.dynamic_sampling",
+                    "overlong_filtering": "enabled=algo.overlong_filtering"}
+    resolved = {"clip_higher": AlgoConfig.clip_range, "token_level_loss": AlgoConfig.aggregation}
+    for name, use in at_call_site.items():
+        assert f"algo.{name}" in doc and use in body, name
+    for name, prop in resolved.items():
+        assert f"algo.{name}" in doc and f"AlgoConfig.{prop.fget.__name__}" in doc, name
+        assert f"self.{name}" in inspect.getsource(prop.fget), name
+        assert f"algo.{prop.fget.__name__}" in body, name
+    assert "reward.overlong_punishment" in doc and "verimath.trainer.run.setup" in doc
+    assert "r.overlong_punishment" in inspect.getsource(setup._episodes)

@@ -1,22 +1,32 @@
 """One DAPO step, top to bottom: :func:`rl_step`.
 
-DAPO (Yu et al. 2025, arXiv 2503.14476) is GRPO plus four techniques; each is visible at its
-call site below, behind its own switch:
+DAPO (Yu et al. 2025, arXiv 2503.14476) is GRPO plus four techniques behind five switches.
+Three are read at their call site in :func:`rl_step`; two are resolved before the step, and
+this list says exactly where:
 
-1. **Clip-Higher**: ``eps_high > eps_low`` in the clipped surrogate
-   (``loss.clipped_surrogate``); switch ``algo.clip_higher``.
-2. **Dynamic sampling**: generation rounds until ``algo.train_prompts`` groups with
-   ``0 < #correct < G`` are held (``dynamic_sampling.collect_informative``); switch
-   ``algo.dynamic_sampling``. Later rounds are sized to what is missing
-   (``algo.adaptive_rounds``) and informative groups beyond the target are trained on at the
-   next step (``algo.max_staleness``) rather than thrown away.
-3. **Token-level loss**: the ``token-mean`` aggregation over the whole mini-batch, exact under
-   micro-batching and across ranks (``aggregation.token_mean``); switch
-   ``algo.token_level_loss``.
-4. **Overlong reward shaping**: truncated responses leave the loss
-   (``loss.overlong_filter_mask``, switch ``algo.overlong_filtering``); the soft length
-   penalty is added to the reward by the env (``verimath.rewards.overlong_penalty``, switch
-   ``reward.overlong_punishment``).
+1. **Clip-Higher**, ``algo.clip_higher``: resolved in ``AlgoConfig.clip_range``
+   (``verimath.trainer.config``), which returns ``(eps_low, eps_high)`` when on and
+   ``(eps_low, eps_low)`` when off; the step passes that pair to ``LossSettings`` (comment
+   "DAPO 1") and the clipped surrogate (``loss.clipped_surrogate``) clips the ratio to
+   ``[1 - eps_low, 1 + eps_high]``.
+2. **Dynamic sampling**, ``algo.dynamic_sampling``: read at the call to
+   ``dynamic_sampling.collect_informative`` (``filter=``, comment "DAPO 2"), which runs
+   generation rounds until ``algo.train_prompts`` groups with ``0 < #correct < G`` are held.
+   Later rounds are sized to what is missing (``algo.adaptive_rounds``) and informative
+   groups beyond the target are trained on at the next step (``algo.max_staleness``) rather
+   than thrown away.
+3. **Token-level loss**, ``algo.token_level_loss``: resolved in ``AlgoConfig.aggregation``
+   (``verimath.trainer.config``): ``algo.loss_aggregation`` when set, else ``token-mean``
+   when on and GRPO's ``seq-mean-token-mean`` when off; the step passes the name to
+   ``LossSettings`` (comment "DAPO 3"), and ``aggregation.token_mean`` is exact under
+   micro-batching and across ranks.
+4. **Overlong reward shaping**, two switches. ``algo.overlong_filtering`` is read at the call
+   to ``loss.overlong_filter_mask`` (comment "DAPO 4"): truncated responses leave the loss.
+   ``reward.overlong_punishment`` (the soft length penalty) is resolved when the episode
+   source is built: ``verimath.trainer.run.setup`` gives the env ``max_length`` and
+   ``cache_length`` only when it is on, the env's one ``verimath.rewards.score_batch`` call
+   per round adds ``verimath.rewards.overlong_penalty`` to each response's correctness, and
+   the sum arrives here as ``Group.rewards`` (the ``rewards`` array below).
 
 With several ranks (``verimath.trainer.run.distributed``) each rank runs this same function on
 its share of the prompts; the collectives are inside dynamic sampling, the update's token
@@ -68,7 +78,7 @@ def rl_step(state: TrainState) -> dict[str, float]:
         fwd = {"temperature": cfg.rollout.temperature, "micro_batch_size": algo.micro_batch_size,
                "chunk_size": algo.logprob_chunk_size}
         padded = balanced(groups, state)
-        rewards = np.stack([g.rewards for g in padded])  # (P, G) correctness + length penalty
+        rewards = np.stack([g.rewards for g in padded])  # (P, G) correctness + DAPO 4 length penalty
         adv = group_advantages(rewards, eps=algo.adv_eps)  # (P, G): (r - mean) / (std + eps)
         batch = pack_batch(padded, adv, pad_id=state.pad_id, device=state.device)
         batch.mask = overlong_filter_mask(batch.mask, batch.truncated,  # DAPO 4: filtering
@@ -82,8 +92,8 @@ def rl_step(state: TrainState) -> dict[str, float]:
         extra.update(engine_mismatch(batch, comm))  # engine vs trainer log-probs, all ranks
         eps_low, eps_high = algo.clip_range
         settings = LossSettings(
-            eps_low=eps_low, eps_high=eps_high,  # DAPO 1: clip-higher, eps_high > eps_low
-            aggregation=algo.aggregation,  # DAPO 3: token-level loss, "token-mean"
+            eps_low=eps_low, eps_high=eps_high,  # DAPO 1: clip_higher, in algo.clip_range
+            aggregation=algo.aggregation,  # DAPO 3: token_level_loss, in algo.aggregation
             dual_clip=algo.dual_clip, kl_coef=algo.kl_coef, policy_loss=algo.policy_loss,
             temperature=cfg.rollout.temperature, chunk_size=algo.logprob_chunk_size,
             horizon=cfg.rollout.max_new_tokens, rollout_is_cap=algo.rollout_is_cap)
