@@ -34,9 +34,9 @@ def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, 
     """The record of one step: compute, sampling, time, reward, length, then the update's."""
     lengths = np.asarray(rounds.lengths if rounds.lengths else [0])
     kept_rewards = [float(g.rewards.mean()) for g in kept]
-    tokens, responses, correct, truncated, kept_sum, n_kept = comm.all_sum(
+    tokens, responses, correct, truncated, kept_sum, n_kept, reward_sum = comm.all_sum(
         [rounds.generated_tokens, rounds.responses, rounds.correct, rounds.truncated,
-         float(np.sum(kept_rewards)), len(kept_rewards)])
+         float(np.sum(kept_rewards)), len(kept_rewards), rounds.reward_sum])
     longest = comm.all_sum(np.eye(comm.world)[comm.rank] * lengths.max()).max()
     out = {
         "compute/generated_tokens": float(tokens),
@@ -48,6 +48,7 @@ def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, 
         "time/step": seconds_step,
         "reward/accuracy": correct / max(responses, 1),
         "reward/kept_mean": kept_sum / n_kept if n_kept else 0.0,
+        "reward/mean": reward_sum / max(responses, 1),
         "length/mean": tokens / responses if responses else 0.0,
         "length/max": float(longest),
         "length/truncated_frac": truncated / max(responses, 1),

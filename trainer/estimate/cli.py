@@ -6,7 +6,8 @@
 
 The model's shape comes from ``--model-shape`` (a name of
 :data:`~verimath.trainer.estimate.budget.KNOWN_SHAPES`, a ``config.json`` or a model directory),
-else ``model.path``'s ``config.json``, else the preset's model (the ``dapo-qwen2.5-*``
+else ``model.path``'s ``config.json`` (a hub id's from huggingface_hub's cache, fetching that
+file alone when online), else the preset's model (the ``dapo-qwen2.5-*``
 presets), else the tiny model the config builds in code. The run's sizes are unpacked from
 the config here; the arithmetic is :func:`~verimath.trainer.estimate.budget.estimate_run`.
 """
@@ -28,6 +29,7 @@ from verimath.trainer.estimate.budget import (
     min_gpus,
     model_shape,
 )
+from verimath.trainer.model.hub import is_hub_id, resolve_model_dir
 
 PRESET_MODELS = {"dapo-qwen2.5-32b": "Qwen2.5-32B", "dapo-qwen2.5-math-7b": "Qwen2.5-Math-7B",
                  "dapo-qwen2.5-1.5b": "Qwen2.5-1.5B"}
@@ -81,15 +83,18 @@ def _named_or_file_shape(text: str) -> ModelShape:
     if text.lower() in known:
         return model_shape(KNOWN_SHAPES[known[text.lower()]], known[text.lower()])
     path = Path(text)
+    if not path.exists() and is_hub_id(text):  # Qwen/Qwen2.5-Math-7B: the cached config.json
+        path = resolve_model_dir(text, field="--estimate model", config_only=True)
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise ValueError(f"--estimate: {text!r} is neither a known shape ({', '.join(KNOWN_SHAPES)}) "
-                         "nor a config.json or a directory holding one")
+                         "nor a config.json, a directory holding one or a hub id")
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{file}: not a JSON config ({exc})") from None
-    return model_shape(data, path.name if path.is_dir() else path.parent.name or str(file))
+    name = text if is_hub_id(text) and not Path(text).exists() else path.name
+    return model_shape(data, name if path.is_dir() else path.parent.name or str(file))
 
 
 def tiny_shape(model) -> ModelShape:

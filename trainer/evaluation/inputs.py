@@ -1,7 +1,9 @@
 """What ``verimath eval`` evaluates: the model directory and the problems.
 
-``--model`` is a Hugging Face model directory, a training checkpoint (``step_*``), or a
-training run directory (its latest checkpoint). A checkpoint's ``model/`` is the model and its
+``--model`` is a Hugging Face model directory, a hub id (``org/name``, resolved through
+huggingface_hub's cache: downloaded when online and missing, the cache alone with
+``HF_HUB_OFFLINE=1``), a training checkpoint (``step_*``), or a training run directory (its
+latest checkpoint). A checkpoint's ``model/`` is the model and its
 ``config.json`` the run's config, which supplies the defaults that make evaluation see
 prompts exactly as training did: prompt template, chat template, answer style, equivalence
 mode, verifier timeout, response length and, for a procedural task, the held-out stream
@@ -22,6 +24,7 @@ from typing import Any
 from verimath.envs import Problem, read_problems
 from verimath.envs.registration import FAMILY_IDS
 from verimath.trainer.checkpoint.files import is_checkpoint, resolve_checkpoint
+from verimath.trainer.model.hub import is_hub_id, resolve_model_dir
 
 HELDOUT_SEED = 12345
 """Default procedural stream, the trainer's held-out one (``eval.seed``)."""
@@ -68,9 +71,11 @@ def _checkpoint_source(ckpt: Path) -> ModelSource:
 def resolve_model(path: str) -> ModelSource:
     """The model behind ``--model PATH``; see the module docstring."""
     folder = Path(path)
+    if not folder.exists() and is_hub_id(path):  # Qwen/Qwen2.5-Math-7B: huggingface_hub's cache
+        return ModelSource(resolve_model_dir(path, field="--model"))
     if not folder.is_dir():
-        raise ValueError(f"--model {path}: no such directory (verimath never downloads "
-                         "models: pass a local Hugging Face directory or a training run)")
+        raise ValueError(f"--model {path}: no such directory (pass a local Hugging Face "
+                         "directory, a training run or a hub id such as org/name)")
     if is_checkpoint(folder):
         return _checkpoint_source(folder)
     if _is_hf_dir(folder):

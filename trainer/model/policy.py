@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from verimath.trainer.config import ModelConfig
+from verimath.trainer.model.hub import resolve_model_dir
 
 
 def resolve_device(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:
@@ -38,8 +39,9 @@ def seed_everything(seed: int) -> None:
 def load_policy(config: ModelConfig, *, device: torch.device, dtype: torch.dtype, seed: int = 0):
     """``(model, tokenizer)``: ``config.path`` loaded with transformers, or the tiny model.
 
-    A path must be a local directory (nothing is downloaded). A tokenizer without a pad
-    token gets its EOS token as pad.
+    A path is a local directory or a hub id (downloaded into huggingface_hub's cache when
+    missing, cache only with ``HF_HUB_OFFLINE=1``). A tokenizer without a pad token gets its
+    EOS token as pad.
     """
     if config.path is None:
         from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
@@ -53,16 +55,13 @@ def load_policy(config: ModelConfig, *, device: torch.device, dtype: torch.dtype
     return model.to(device=device, dtype=dtype), tokenizer
 
 
-def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype):
-    """A causal LM and its tokenizer from a local Hugging Face directory."""
+def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype, field: str = "model.path"):
+    """A causal LM and its tokenizer from a local Hugging Face directory or a hub id (resolved
+    through huggingface_hub's cache, :func:`verimath.trainer.model.hub.resolve_model_dir`;
+    ValueError naming ``field``)."""
     from transformers import AutoModelForCausalLM
 
-    folder = Path(path)
-    if not (folder / "config.json").is_file():
-        raise ValueError(
-            f"model.path={str(path)!r} is not a Hugging Face model directory (no config.json); "
-            "verimath never downloads models: pass a local directory"
-        )
+    folder = resolve_model_dir(path, field=field)
     tokenizer = load_tokenizer(folder)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -98,6 +98,8 @@ class RoundStats:
     lengths: list[int] = field(default_factory=list)
     truncated: int = 0
     correct: int = 0
+    reward_sum: float = 0.0
+    """Sum of the shaped rewards of every response (correctness plus length penalty)."""
 
 
 class ExcludingGenerator:
@@ -220,7 +222,7 @@ class EpisodeSource:
         t1 = time.perf_counter()
         _, rewards, _, _, info = env.step(out.texts, lengths=out.lengths)
         t2 = time.perf_counter()
-        self._account(out, info["correct"], t1 - t0, t2 - t1)
+        self._account(out, info["correct"], rewards, t1 - t0, t2 - t1)
         g = self.group_size
         correct = np.asarray(info["correct"], dtype=bool).reshape(-1, g)  # (P, G)
         behaviour = getattr(out, "logprobs", None)
@@ -234,7 +236,7 @@ class EpisodeSource:
         ]
         return groups, correct
 
-    def _account(self, out, correct, t_gen: float, t_score: float) -> None:
+    def _account(self, out, correct, rewards, t_gen: float, t_score: float) -> None:
         s, lengths = self.stats, out.lengths  # (B,), a computed property: read once
         s.generated_tokens += int(lengths.sum())
         s.responses += len(out)
@@ -243,6 +245,7 @@ class EpisodeSource:
         s.lengths += lengths.tolist()
         s.truncated += int(out.truncated.sum())
         s.correct += int(np.sum(correct))
+        s.reward_sum += float(np.sum(rewards))
 
     def pop_stats(self) -> RoundStats:
         """The accounting since the last call, then reset it."""

@@ -2,7 +2,8 @@
 
 ``check_engine`` fails early (before a run directory exists) when the engine cannot run
 here; ``make_engine`` builds it. The HF engine samples with the policy itself; the vLLM
-engine holds its own copy of the weights, built from ``model.path`` (or, for the built tiny
+engine holds its own copy of the weights, built from ``model.path`` (a hub id's cached
+snapshot for an id; for the built tiny
 model, from a copy saved once in ``<run dir>/engine_model/``) and refreshed by
 ``sync_weights`` after every optimizer update.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import torch
 from verimath.trainer.config import RolloutConfig, TrainConfig
+from verimath.trainer.model.hub import resolve_model_dir
 from verimath.trainer.rollout.engine import HFRolloutEngine, RolloutEngine, WeightSync
 from verimath.trainer.run.distributed import Comm, full_parameters
 
@@ -76,7 +78,9 @@ def make_engine(config: TrainConfig, model, tokenizer, *, run_dir: Path, device,
     from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
 
     model_dir = config.model.path
-    if model_dir is None:  # the built tiny model: vLLM loads from a directory
+    if model_dir is not None:  # a hub id: its snapshot in huggingface_hub's cache
+        model_dir = resolve_model_dir(model_dir)
+    else:  # the built tiny model: vLLM loads from a directory
         model_dir = Path(run_dir) / ENGINE_MODEL_DIR
         if comm.is_main and not (model_dir / "config.json").is_file():
             model.save_pretrained(model_dir)

@@ -1,8 +1,10 @@
-"""Progress bars for the warm start and the RL steps (tqdm), and printing beside them."""
+"""Progress bars for the warm start and the RL steps (tqdm), printing beside them, and the
+console metric line of a step."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 
 
 def progress_bar(total: int, initial: int, enabled: bool, desc: str):
@@ -18,3 +20,53 @@ def bar_echo(bar, fallback: Callable[[str], None]) -> Callable[[str], None]:
     def echo(message: str) -> None:
         (bar.write if not bar.disable else fallback)(message)
     return echo
+
+
+def is_print_step(step: int, every: int, last: int) -> bool:
+    """Whether step ``step`` (1-based, finished) prints a metric line: every ``every`` steps
+    and the last step ``last``; never when ``every`` is 0 (``logging.print_every=0``)."""
+    return every > 0 and (step % every == 0 or step == last)
+
+
+# (label, metric key, format) of the console line, in order; absent keys are left out.
+LINE_FIELDS = (
+    ("reward", "reward/mean", "{:+.3f}"),
+    ("acc", "reward/accuracy", "{:.3f}"),
+    ("entropy", "policy/entropy", "{:.3f}"),
+    ("len", "length/mean", "{:.1f}"),
+    ("clip_low", "clip/frac_low", "{:.4f}"),
+    ("clip_high", "clip/frac_high", "{:.4f}"),
+)
+
+
+def metric_line(step: int, total: int, metrics: Mapping[str, float]) -> str:
+    """One console line of a step's metrics, e.g. ``step 10/100 | reward -0.212 | acc 0.394 |
+    kept 32/32 | entropy 0.851 | len 12.3 | clip_low 0.0010 | clip_high 0.0040 | 1234
+    tok/s``. Kept groups read against the step's target; tokens per second are the tokens
+    generated over the step's wall time; held-out results follow on evaluation steps. Missing
+    values are left out, non-finite ones read ``n/a``."""
+    parts = [f"step {step}/{total}"]
+
+    def number(key: str) -> float | None:
+        value = metrics.get(key)
+        return None if value is None else float(value)
+
+    for label, key, fmt in LINE_FIELDS[:2]:
+        parts += _field(label, number(key), fmt)
+    kept, target = number("sampling/kept_groups"), number("sampling/target_groups")
+    if kept is not None:
+        parts.append(f"kept {kept:.0f}" + (f"/{target:.0f}" if target is not None else ""))
+    for label, key, fmt in LINE_FIELDS[2:]:
+        parts += _field(label, number(key), fmt)
+    tokens, seconds = number("compute/generated_tokens"), number("time/step")
+    if tokens is not None and seconds:
+        parts.append(f"{tokens / seconds:.0f} tok/s")
+    for key in sorted(k for k in metrics if k.startswith("eval/") and k != "eval/problems"):
+        parts += _field("heldout " + key.split("/", 1)[1], number(key), "{:.3f}")
+    return " | ".join(parts)
+
+
+def _field(label: str, value: float | None, fmt: str) -> list[str]:
+    if value is None:
+        return []
+    return [f"{label} {fmt.format(value) if math.isfinite(value) else 'n/a'}"]

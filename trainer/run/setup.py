@@ -30,6 +30,7 @@ from verimath.trainer.checkpoint.run_state import is_sharded, restore_state, sav
 from verimath.trainer.config import TrainConfig
 from verimath.trainer.config_io import save_config
 from verimath.trainer.evaluation.heldout import format_metrics, heldout_metrics
+from verimath.trainer.model.hub import resolve_model_dir
 from verimath.trainer.model.policy import (
     load_policy,
     load_reference,
@@ -205,7 +206,7 @@ def _reference_model(model: torch.nn.Module, cfg: TrainConfig, record: RunRecord
     directory)."""
     if ckpt is None:
         if cfg.model.path is not None and not record.warmstart.get("warmstart/steps"):
-            record.reference = str(Path(cfg.model.path).resolve())
+            record.reference = str(resolve_model_dir(cfg.model.path).resolve())  # id: snapshot
         else:
             save_reference(model, run_dir / REFERENCE_DIR)
             record.reference = REFERENCE_DIR
