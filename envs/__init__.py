@@ -3,15 +3,19 @@
 Public API:
     Problem, ProblemFileError, read_problems, write_problems   the problem record and files
     FAMILIES, generate, problem_stream, make_mixed             procedural generators
+    worked_solution                                            a problem's worked solution
     format_prompt, TEMPLATES                                   prompt templates
     MathEnv, Response, RewardSpec                              the environment
     make_group_env, GroupVectorEnv                             P x G episode groups
+    AdaptiveLevel, SkipSolved                                  curriculum switches' settings
     check_math_env, MathEnvCheckError                          contract checks
     ENV_IDS                                                    registered Gymnasium ids
 Importing this package registers ``verimath/<Family>-v0`` and ``verimath/Dataset-v0``.
 """
 
 from verimath.envs.checks import MathEnvCheckError, check_math_env
+from verimath.envs.curriculum import AdaptiveLevel, SkipSolved
+from verimath.envs.gen_chain import worked_solution
 from verimath.envs.generators import FAMILIES, generate, make_mixed, problem_stream
 from verimath.envs.group import GroupVectorEnv, make_group_env
 from verimath.envs.math_env import MathEnv
@@ -23,6 +27,7 @@ from verimath.envs.templates import TEMPLATES, format_prompt
 register_envs()
 
 __all__ = [
+    "AdaptiveLevel",
     "ENV_IDS",
     "FAMILIES",
     "GroupVectorEnv",
@@ -32,6 +37,7 @@ __all__ = [
     "ProblemFileError",
     "Response",
     "RewardSpec",
+    "SkipSolved",
     "TEMPLATES",
     "check_math_env",
     "format_prompt",
@@ -40,5 +46,6 @@ __all__ = [
     "make_mixed",
     "problem_stream",
     "read_problems",
+    "worked_solution",
     "write_problems",
 ]

@@ -16,7 +16,9 @@ generator::
     Sequence       next term / n-th term of arithmetic, geometric, quadratic, Fibonacci-like
     BaseConversion conversions between bases 2..10
     Percent        percent word problems
-    Mixed          one of the above, uniformly (`make_mixed` for other weights)
+    Chain          multi-term sums with the running totals written out (``meta["solution"]``)
+    Mixed          one of the families above but Chain, uniformly (`make_mixed` for other
+                   weights, Chain included)
 
 Item ``index`` of seed ``seed`` is drawn from ``numpy.random.SeedSequence([seed, index])``, so
 items have random access, and two seeds never share a stream (unlike ``seed + index``)::
@@ -35,6 +37,7 @@ from itertools import count
 import numpy as np
 from verimath.envs.gen_algebra import linear, linear_system, quadratic, sequence
 from verimath.envs.gen_arith import arithmetic, fractions, percent
+from verimath.envs.gen_chain import chain
 from verimath.envs.gen_common import LEVELS, check_level
 from verimath.envs.gen_number import base_conversion, combinatorics, gcd_lcm, modular
 from verimath.envs.problem import Problem
@@ -53,7 +56,10 @@ BASE_FAMILIES: dict[str, Generator] = {
     "Sequence": sequence,
     "BaseConversion": base_conversion,
     "Percent": percent,
+    "Chain": chain,
 }
+# Mixed's default draws from the families it had before Chain, so Mixed-v0 poses what it did.
+MIXED_DEFAULT = tuple(name for name in BASE_FAMILIES if name != "Chain")
 
 
 class _Mixed:
@@ -73,10 +79,13 @@ class _Mixed:
         self.names = list(weights)
         self.probs = values / values.sum()
 
+    def family_of(self, rng: np.random.Generator) -> str:
+        """The family an item RNG picks (its first draw), before any problem is built."""
+        return self.names[int(rng.choice(len(self.names), p=self.probs))]
+
     def __call__(self, rng: np.random.Generator, level: int) -> Problem:
         level = check_level(level, "Mixed")
-        name = self.names[int(rng.choice(len(self.names), p=self.probs))]
-        return BASE_FAMILIES[name](rng, level)
+        return BASE_FAMILIES[self.family_of(rng)](rng, level)
 
     def __repr__(self) -> str:
         return f"make_mixed({dict(zip(self.names, self.probs.round(4).tolist()))})"
@@ -84,8 +93,8 @@ class _Mixed:
 
 def make_mixed(weights: Mapping[str, float] | None = None) -> Generator:
     """A generator drawing family ``f`` with probability ``weights[f] / sum(weights)``
-    (uniform over `BASE_FAMILIES` when None); the problem keeps its own family's source."""
-    return _Mixed(weights or dict.fromkeys(BASE_FAMILIES, 1.0))
+    (uniform over `MIXED_DEFAULT` when None); the problem keeps its own family's source."""
+    return _Mixed(weights or dict.fromkeys(MIXED_DEFAULT, 1.0))
 
 
 FAMILIES: dict[str, Generator] = {**BASE_FAMILIES, "Mixed": make_mixed()}
@@ -133,5 +142,5 @@ def problem_stream(family: str | Generator, seed: int, level: int = 1, start: in
         yield generate(family, seed, index, level)
 
 
-__all__ = ["FAMILIES", "LEVELS", "BASE_FAMILIES", "Generator", "generate", "get_generator",
+__all__ = ["FAMILIES", "LEVELS", "BASE_FAMILIES", "MIXED_DEFAULT", "Generator", "generate", "get_generator",
            "item_rng", "make_mixed", "problem_stream"]

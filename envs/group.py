@@ -16,7 +16,9 @@ env's tokenizer. Every episode is single-turn, so each step terminates all sub-e
 next call must be ``reset()`` (no autoreset). Info arrays (each with a ``_<key>`` mask, the
 Gymnasium vector convention), all of length ``P * G``: ``correct``, ``penalty``, ``timed_out``,
 ``group_id``, ``extracted``, ``id``, ``problem`` (the `Problem` objects); ``envs.problems`` is
-the list of the P distinct problems.
+the list of the P distinct problems. After scoring, ``step`` passes the ``(P, G)`` correctness of
+problems drawn from the source to ``MathEnv.observe``, so a curriculum (``adapt_level``,
+``skip_solved``) learns from every step; ``envs.curriculum_stats()`` gives its metrics.
 
 Problems: ``reset(seed=s)`` poses problems ``0 .. P-1`` of the source's seed-``s`` order, and each
 later ``reset()`` the next P (for generator ids: ``generate(family, s, k, level)``, item ``k``).
@@ -95,6 +97,7 @@ class GroupVectorEnv(VectorEnv):
         self.problems: list[Problem] = []
         self._prompts: list[str] = []
         self._ready = False
+        self._from_source = False
         self._include_answer = self.math_env.include_answer
 
     def reset(self, *, seed: int | None = None,
@@ -114,7 +117,7 @@ class GroupVectorEnv(VectorEnv):
             prompt, _ = self.env.reset(seed=seed if p == 0 else None, options=sub_options)
             self.problems.append(self.math_env.problem)
             self._prompts.append(prompt)
-        self._ready = True
+        self._ready, self._from_source = True, given is None
         obs = tuple(prompt for prompt in self._prompts for _ in range(self.group_size))
         return obs, _vector_info(group_id=self.group_id, **self._problem_info())
 
@@ -140,11 +143,18 @@ class GroupVectorEnv(VectorEnv):
                                           lengths=lengths, tokenizer=self.math_env.tokenizer,
                                           workers=self.workers)
         self._ready = False
+        if self._from_source:
+            correct = np.asarray(scores.correct, dtype=bool)
+            self.math_env.observe(self.problems, correct.reshape(self.num_problems, -1))
         info = _vector_info(correct=scores.correct, penalty=scores.penalty,
                             timed_out=scores.timed_out, group_id=self.group_id,
                             extracted=list(scores.extracted), **self._problem_info())
         done = np.ones(self.num_envs, dtype=bool)
         return ("",) * self.num_envs, rewards, done, ~done, info
+
+    def curriculum_stats(self) -> dict[str, float]:
+        """The env's ``curriculum/...`` metrics (see `MathEnv.curriculum_stats`)."""
+        return self.math_env.curriculum_stats()
 
     def state_dict(self) -> dict[str, Any]:
         """The problem-stream position (see `MathEnv.state_dict`); the next ``reset()`` after

@@ -26,6 +26,14 @@ the overlong penalties of the earlier ones. The observation is the feedback alon
 keeps the conversation.
 
 ``reset(options={"problem": p})`` poses a given `Problem` (evaluation loops).
+
+Difficulty that follows the policy (`verimath.envs.curriculum`, both off by default):
+``adapt_level=True`` (or a mapping of `AdaptiveLevel` fields) moves a procedural family's level
+to keep its group pass rate in a band; ``skip_solved=True`` (or `SkipSolved` fields) passes over
+dataset problems every sample solved on their last visits, re-checking them later. Evidence:
+each finished episode of a problem drawn from the source (not one given in ``options``), or
+``observe(problems, correct)`` with ``correct`` of shape ``(P, G)`` (the group env calls it);
+``curriculum_stats()`` gives the ``curriculum/...`` metrics.
 ``state_dict()`` / ``load_state_dict()`` save and restore the position in the problem stream
 (for resumable training).
 """
@@ -67,7 +75,8 @@ class MathEnv(gym.Env[str, str]):
     (``style``, ``mode``, ``timeout``, ``correct_reward``, ``wrong_reward``, ``max_length``,
     ``cache_length``; see `RewardSpec`); ``tokenizer`` counts response tokens for the overlong
     penalty when the action is a plain str; ``max_attempts``; ``include_answer``; ``workers``
-    (None: the shared scoring pool of `verimath.rewards`).
+    (None: the shared scoring pool of `verimath.rewards`); ``adapt_level`` (streams) and
+    ``skip_solved`` (lists and files): see the module docstring.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -80,10 +89,12 @@ class MathEnv(gym.Env[str, str]):
                  cache_length: int | None = None, tokenizer: Any = None,
                  correct_reward: float = 1.0, wrong_reward: float = -1.0, max_attempts: int = 1,
                  timeout: float = 5.0, include_answer: bool = False,
-                 render_mode: str | None = None, workers: int | None = None) -> None:
+                 render_mode: str | None = None, workers: int | None = None,
+                 adapt_level: Any = None, skip_solved: Any = None) -> None:
         self.source = make_source(family=family, level=level, weights=weights,
                                   generator=generator, problems=problems, path=path,
-                                  shuffle=shuffle)
+                                  shuffle=shuffle, adapt_level=adapt_level,
+                                  skip_solved=skip_solved)
         self.template = template
         resolve_template(template)  # fail now on a bad template
         self.reward_spec = RewardSpec(correct_reward=correct_reward, wrong_reward=wrong_reward,
@@ -100,6 +111,8 @@ class MathEnv(gym.Env[str, str]):
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self.problem: Problem | None = None
+        self.from_source = False
+        """Whether the current problem came from the source (its result is evidence)."""
         self.attempt = 0
         self.done = False
         self.closed = False
@@ -116,11 +129,11 @@ class MathEnv(gym.Env[str, str]):
             if not isinstance(options["problem"], Problem):
                 raise TypeError("options['problem'] must be a verimath.envs.Problem, got "
                                 f"{type(options['problem']).__name__}")
-            self.problem = options["problem"]
+            self.problem, self.from_source = options["problem"], False
         else:
             if seed is not None:
                 self.source.restart(seed, self.np_random)
-            self.problem = self.source.next(self.np_random)
+            self.problem, self.from_source = self.source.next(self.np_random), True
         self.attempt, self.done = 0, False
         obs = format_prompt(self.problem, self.template)
         self._transcript = [obs]
@@ -148,6 +161,8 @@ class MathEnv(gym.Env[str, str]):
         self.done = correct or self.attempt >= self.max_attempts
         if self.done:
             obs, reward = "", float(rewards[0])
+            if self.from_source:
+                self.observe([self.problem], [[correct]])
         else:
             obs, reward = feedback_text(scores.extracted[0]), penalty
         self._transcript += [str(action), obs or ("correct" if correct else "wrong")]
@@ -156,9 +171,19 @@ class MathEnv(gym.Env[str, str]):
                 "id": self.problem.id}
         return obs, reward, self.done, False, info
 
+    def observe(self, problems: Sequence[Problem], correct: Any) -> None:
+        """Feed scored groups (``correct`` of shape ``(P, G)``, one row per problem) to the
+        curriculum, if one is on; a no-op otherwise."""
+        self.source.observe(problems, correct)
+
+    def curriculum_stats(self) -> dict[str, float]:
+        """``curriculum/...`` metrics (levels and pass rates, or settled and skipped counts);
+        empty when no curriculum is on."""
+        return self.source.stats()
+
     def state_dict(self) -> dict[str, Any]:
-        """Where the env is in its problem stream (source cursor and RNG state), so a resumed
-        run continues with the same problems; restore with `load_state_dict`."""
+        """Where the env is in its problem stream (source cursor, curriculum and RNG state), so
+        a resumed run continues with the same problems; restore with `load_state_dict`."""
         return {"source": self.source.state_dict(),
                 "np_random": self.np_random.bit_generator.state}
 

@@ -177,11 +177,28 @@ def check_percent(p):
     assert equals(want, p.answer)
 
 
+def check_chain(p):
+    """The printed sum by sympy, and each line of the worked solution by plain int arithmetic:
+    it starts at the first term, uses the terms in order, and ends in the gold answer."""
+    expr = re.fullmatch(r"What is (.+)\?", p.prompt).group(1)
+    assert equals(sym(expr), p.answer)
+    tokens = expr.split(" ")
+    *lines, last = p.meta["solution"].split("\n")
+    assert last == f"Answer: {p.answer}" and len(lines) == len(tokens) // 2
+    total = int(tokens[0])
+    for line, op, term in zip(lines, tokens[1::2], tokens[2::2]):
+        a, line_op, b, eq, c = line.split(" ")
+        assert (int(a), line_op, b, eq) == (total, op, term, "="), (line, total, op, term)
+        total = int(a) + int(b) if op == "+" else int(a) - int(b)
+        assert int(c) == total >= 0, line
+    assert total == int(p.answer)
+
+
 CHECKERS = {
     "Arithmetic": check_arithmetic, "Fractions": check_fractions, "Linear": check_linear,
     "LinearSystem": check_linear_system, "Quadratic": check_quadratic, "GcdLcm": check_gcd_lcm,
     "Modular": check_modular, "Combinatorics": check_combinatorics, "Sequence": check_sequence,
-    "BaseConversion": check_base_conversion, "Percent": check_percent,
+    "BaseConversion": check_base_conversion, "Percent": check_percent, "Chain": check_chain,
 }
 
 
@@ -221,12 +238,32 @@ def test_first_items_of_seed_zero_are_right(family, level):
         ("Sequence", "What is the next term in the sequence 1, 1, 2, 3, 5, ...?", "8"),
         ("BaseConversion", "Write 1011_2 in base 10.", "11"),
         ("Percent", "What is 25% of 80?", "20"),
+        ("Chain", "What is 12 + 30 - 7?", "35"),
     ],
 )
 def test_checkers_accept_hand_worked_examples_and_reject_off_by_one(family, prompt, answer):
+    from dataclasses import replace
+
     from verimath.envs.gen_common import make_problem
 
-    CHECKERS[family](make_problem(family, 1, prompt, answer))
+    right = make_problem(family, 1, prompt, answer)
     wrong = str(int(Fraction(answer)) + 1) if "/" not in answer else "1/7"
+    wrong = make_problem(family, 1, prompt, wrong)
+    if family == "Chain":  # hand-written worked solutions, and one with a wrong step
+        right = replace(right, meta={"solution": "12 + 30 = 42\n42 - 7 = 35\nAnswer: 35"})
+        wrong = replace(wrong, meta={"solution": "12 + 30 = 42\n42 - 7 = 36\nAnswer: 36"})
+    CHECKERS[family](right)
     with pytest.raises(AssertionError):
-        CHECKERS[family](make_problem(family, 1, prompt, wrong))
+        CHECKERS[family](wrong)
+
+
+def test_checker_rejects_a_wrong_intermediate_step_with_the_right_answer():
+    from dataclasses import replace
+
+    problem = generate("Chain", 0, 0, 3)
+    check_chain(problem)
+    first, rest = problem.meta["solution"].split("\n", 1)
+    total = int(first.rsplit(" ", 1)[1])
+    broken = first.rsplit(" ", 1)[0] + f" {total + 1}\n" + rest
+    with pytest.raises(AssertionError):
+        check_chain(replace(problem, meta={**problem.meta, "solution": broken}))

@@ -1,0 +1,96 @@
+"""Generator family with visible intermediate steps: Chain (running totals).
+
+A Chain problem is a left-to-right sum of terms, ``"What is 47 + 38 - 12 + 65?"``, whose worked
+solution writes one line per operation with the running total, then the answer::
+
+    47 + 38 = 85
+    85 - 12 = 73
+    73 + 65 = 138
+    Answer: 138
+
+The solution is kept in ``meta["solution"]`` (read it with `worked_solution`), so a supervised
+warm start can teach the chain and RL can then reward the final answer alone. Running totals
+never go below zero (a ``-`` is drawn only when the total can pay for it), so every line is
+a sum or a difference of non-negative integers. Levels lengthen the chain:
+
+    level  terms  operands   operators  solution length (characters)
+    1      3      1..9       +          about 30
+    2      3      10..99     + -        about 40
+    3      4      10..99     + -        about 55
+    4      6      10..99     + -        about 80
+    5      8      10..999    + -        about 125
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from verimath.envs.gen_common import check_level, make_problem, pick, randint
+from verimath.envs.problem import Problem
+
+# level -> (terms, smallest operand, largest operand, operators)
+CHAIN_LEVELS: dict[int, tuple[int, int, int, tuple[str, ...]]] = {
+    1: (3, 1, 9, ("+",)),
+    2: (3, 10, 99, ("+", "-")),
+    3: (4, 10, 99, ("+", "-")),
+    4: (6, 10, 99, ("+", "-")),
+    5: (8, 10, 999, ("+", "-")),
+}
+
+
+def chain_terms(rng: np.random.Generator, level: int) -> tuple[list[int], list[str]]:
+    """The terms ``t0, t1, ...`` and the operators between them (``len(ops) == len(terms)-1``),
+    with every running total >= 0."""
+    count, low, high, ops = CHAIN_LEVELS[level]
+    terms, chosen = [randint(rng, low, high)], []
+    total = terms[0]
+    for _ in range(count - 1):
+        op = pick(rng, ops)
+        if op == "-" and total >= low:
+            value = randint(rng, low, min(high, total))
+            total -= value
+        else:
+            op, value = "+", randint(rng, low, high)
+            total += value
+        terms.append(value)
+        chosen.append(op)
+    return terms, chosen
+
+
+def running_totals(terms: list[int], ops: list[str]) -> list[int]:
+    """The total after each operation, left to right (one per operator)."""
+    totals, total = [], terms[0]
+    for op, value in zip(ops, terms[1:]):
+        total = total + value if op == "+" else total - value
+        totals.append(total)
+    return totals
+
+
+def chain_solution(terms: list[int], ops: list[str]) -> str:
+    """The worked solution: ``"a op b = total"`` per operation, then ``"Answer: N"``."""
+    lines, previous = [], terms[0]
+    for op, value, total in zip(ops, terms[1:], running_totals(terms, ops)):
+        lines.append(f"{previous} {op} {value} = {total}")
+        previous = total
+    return "\n".join([*lines, f"Answer: {previous}"])
+
+
+def chain(rng: np.random.Generator, level: int) -> Problem:
+    """A running-total sum whose worked solution (``meta["solution"]``) shows each step."""
+    level = check_level(level, "Chain")
+    terms, ops = chain_terms(rng, level)
+    expr = " ".join([str(terms[0]), *(f"{op} {value}" for op, value in zip(ops, terms[1:]))])
+    totals = running_totals(terms, ops)
+    problem = make_problem("Chain", level, f"What is {expr}?", totals[-1], terms=terms, ops=ops)
+    return replace(problem, meta={**problem.meta, "solution": chain_solution(terms, ops)})
+
+
+def worked_solution(problem: Problem) -> str:
+    """The worked solution of a problem that carries one (``meta["solution"]``, ending in
+    ``Answer: <gold>``), e.g. every Chain problem; ValueError names the id otherwise."""
+    solution = problem.meta.get("solution")
+    if not isinstance(solution, str) or not solution.strip():
+        raise ValueError(f"problem {problem.id!r} has no worked solution in meta['solution'] "
+                         f"(source {problem.source!r}); the Chain family carries one")
+    return solution

@@ -1,0 +1,221 @@
+"""Difficulty that follows the policy: the level rule, the solved-prompt filter, and both inside
+`MathEnv` and the group env (deterministic, resume-exact, logged)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from verimath.envs import AdaptiveLevel, MathEnv, SkipSolved, generate, make_group_env
+from verimath.envs.curriculum import LevelCurriculum, SolvedFilter, next_level
+
+PROPS = settings(max_examples=60, deadline=None)
+
+bands = st.tuples(st.floats(0.0, 0.5), st.floats(0.5, 1.0)).filter(lambda b: b[0] < b[1])
+level_bounds = st.tuples(st.integers(1, 5), st.integers(1, 5)).map(sorted)
+adaptive = st.builds(lambda band, bounds, n: AdaptiveLevel(band[0], band[1], n, *bounds),
+                     bands, level_bounds, st.integers(1, 6))
+# A run of groups: (pass-rate pattern index, group size) per step.
+evidence = st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=6), min_size=1, max_size=25)
+
+
+def correct_matrix(counts: list[int], group_size: int = 4) -> np.ndarray:
+    """(P, G) with counts[p] correct answers in group p."""
+    return np.arange(group_size)[None, :] < np.asarray(counts)[:, None]
+
+
+@PROPS
+@given(settings_=adaptive, level=st.integers(1, 5),
+       rates=st.lists(st.floats(0, 1), max_size=12))
+def test_next_level_moves_at_most_one_within_bounds_and_only_on_evidence(settings_, level,
+                                                                         rates):
+    new = next_level(level, rates, settings_)
+    if len(rates) < settings_.min_groups:
+        assert new == level
+        return
+    assert settings_.min_level <= new <= settings_.max_level
+    clamped = min(max(level, settings_.min_level), settings_.max_level)
+    assert abs(new - clamped) <= 1
+    mean = float(np.mean(rates))
+    if new > clamped:
+        assert mean > settings_.high
+    if new < clamped:
+        assert mean < settings_.low
+    if settings_.low <= mean <= settings_.high:
+        assert new == clamped
+
+
+@PROPS
+@given(settings_=adaptive, start=st.integers(1, 5), steps=evidence)
+def test_level_curriculum_stays_in_bounds_and_moves_only_after_min_groups(settings_, start,
+                                                                          steps):
+    cur = LevelCurriculum(settings_, start)
+    seen_since_move = 0
+    for counts in steps:
+        before = cur.level("F")
+        cur.observe(["F"] * len(counts), [before] * len(counts), correct_matrix(counts))
+        after = cur.level("F")
+        assert settings_.min_level <= after <= settings_.max_level
+        seen_since_move += len(counts)
+        if after != before:
+            assert seen_since_move >= settings_.min_groups and abs(after - before) == 1
+            seen_since_move = len(cur.window.get("F", []))
+    stats = cur.stats()
+    assert stats["curriculum/level/F"] == cur.level("F")
+
+
+def test_groups_posed_at_an_old_level_are_not_evidence():
+    cur = LevelCurriculum(AdaptiveLevel(min_groups=2), start_level=3)
+    cur.observe(["F", "F"], [2, 4], correct_matrix([4, 4]))  # not level 3
+    assert cur.level("F") == 3 and cur.window.get("F", []) == []
+    cur.observe(["F", "F"], [3, 3], correct_matrix([4, 4]))
+    assert cur.level("F") == 4 and cur.stats()["curriculum/moves/F"] == 1
+    cur.observe(["F", "F"], [3, 3], correct_matrix([0, 0]))  # stale: generated before the move
+    assert cur.level("F") == 4
+
+
+def _feed(cur: LevelCurriculum, steps: list[list[int]]) -> None:
+    for counts in steps:
+        level = cur.level("F")
+        cur.observe(["F"] * len(counts), [level] * len(counts), correct_matrix(counts))
+
+
+@PROPS
+@given(steps=evidence, cut=st.integers(0, 25))
+def test_level_curriculum_resumes_exactly(steps, cut):
+    settings_ = AdaptiveLevel(min_groups=3)
+    whole, first, resumed = (LevelCurriculum(settings_, 2) for _ in range(3))
+    _feed(whole, steps)
+    _feed(first, steps[:cut])
+    resumed.load_state_dict(copy.deepcopy(first.state_dict()))
+    _feed(resumed, steps[cut:])
+    assert resumed.state_dict() == whole.state_dict()
+
+
+@PROPS
+@given(visits=st.integers(1, 3), recheck=st.integers(1, 4), epochs=st.integers(1, 12),
+       solved=st.sets(st.integers(0, 5)), seed=st.integers(0, 2**31))
+def test_only_settled_prompts_are_skipped_and_each_comes_back(visits, recheck, epochs, solved,
+                                                               seed):
+    problems = [generate("Chain", 0, i, 1) for i in range(6)]
+    env = MathEnv(problems=problems, skip_solved={"visits": visits, "recheck_after": recheck})
+    filt, walk = env.source.skip, []
+    admit = filt.admit
+    filt.admit = lambda pid: walk.append((pid, admit(pid))) or walk[-1][1]
+    env.reset(seed=seed)
+    for _ in range(6 * epochs):
+        env.observe([env.problem], [[problems.index(env.problem) in solved]])
+        env.reset()
+    for i, p in enumerate(problems):
+        verdicts = [ok for pid, ok in walk if pid == p.id]
+        if i not in solved:
+            assert all(verdicts), "a prompt that was missed was skipped"
+        run = 0
+        for ok in verdicts:  # never more than `recheck` skips in a row: it comes back
+            run = 0 if ok else run + 1
+            assert run <= recheck
+        assert verdicts.count(True) >= min(visits, len(verdicts))
+    stats = env.curriculum_stats()
+    assert stats["curriculum/skipped"] == sum(not ok for _, ok in walk)
+    assert stats["curriculum/settled"] <= len(solved)
+
+
+def test_a_miss_unsettles_a_prompt_and_skips_are_counted():
+    filt = SolvedFilter(SkipSolved(visits=2, recheck_after=2))
+    p = generate("Chain", 0, 0, 1)
+    for _ in range(2):
+        filt.observe([p], [[True, True]])
+    assert filt.is_settled(p.id)
+    assert [filt.admit(p.id) for _ in range(3)] == [False, False, True]  # re-check on the 3rd
+    filt.observe([p], [[True, False]])
+    assert not filt.is_settled(p.id) and filt.admit(p.id)
+    assert filt.stats() == {"curriculum/settled": 0.0, "curriculum/skipped": 2.0,
+                            "curriculum/rechecked": 1.0}
+
+
+def _train_like(env, rounds: int, skill: float, seed: int = 0) -> list[str]:
+    """Steps a group env with a 'policy' right with probability ``skill / level`` (from a
+    fixed RNG), as the trainer does; returns the ids posed."""
+    rng, ids = np.random.default_rng(seed), []
+    for r in range(rounds):
+        _, info = env.reset(seed=0 if r == 0 else None, options={"include_answer": True})
+        ids += [p.id for p in env.problems]
+        levels = np.array([p.meta.get("level", 1) for p in env.problems])
+        right = rng.random((env.num_problems, env.group_size)) < (skill / levels)[:, None]
+        answers = np.asarray(info["answer"]).reshape(env.num_problems, env.group_size)
+        env.step([f"Answer: {a}" if ok else "Answer: none"
+                  for a, ok in zip(answers.ravel(), right.ravel())])
+    return ids
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"env_id": "verimath/Chain-v0", "level": 1, "adapt_level": {"min_groups": 8}},
+    {"env_id": "verimath/Mixed-v0", "level": 2, "adapt_level": {"min_groups": 4}},
+    {"env_id": "verimath/Dataset-v0", "skip_solved": True,
+     "problems": [generate("Chain", 1, i, 1) for i in range(20)]},
+])
+def test_group_env_learns_from_its_steps_and_resumes_exactly(kwargs):
+    kwargs = dict(kwargs)
+    env_id = kwargs.pop("env_id")
+    whole = make_group_env(env_id, 8, 4, **kwargs)
+    ids = _train_like(whole, 12, skill=2.5)
+    stats = whole.curriculum_stats()
+    if "adapt_level" in kwargs:  # the problems got harder as the policy solved them
+        assert any(k.startswith("curriculum/moves/") and v > 0 for k, v in stats.items())
+        assert max(int(i.split("/")[2][1:]) for i in ids[-8:]) > kwargs["level"]
+    else:
+        assert stats["curriculum/skipped"] > 0
+    first = make_group_env(env_id, 8, 4, **kwargs)
+    head = _train_like(first, 6, skill=2.5)
+    resumed = make_group_env(env_id, 8, 4, **kwargs)
+    resumed.load_state_dict(copy.deepcopy(first.state_dict()))
+    rng = np.random.default_rng(0)
+    rng.random((6, 8, 4))  # the 'policy' RNG past the first six rounds
+    tail = []
+    for _ in range(6):
+        resumed.reset()
+        tail += [p.id for p in resumed.problems]
+        levels = np.array([p.meta.get("level", 1) for p in resumed.problems])
+        right = rng.random((8, 4)) < (2.5 / levels)[:, None]
+        resumed.step([f"Answer: {p.answer}" if ok else "Answer: none"
+                      for p, row in zip(resumed.problems, right) for ok in row])
+    assert head + tail == ids
+    assert resumed.curriculum_stats() == stats
+
+
+def test_switches_are_refused_where_they_do_not_apply():
+    with pytest.raises(ValueError, match="adapt_level"):
+        MathEnv(problems=[generate("Chain", 0, 0, 1)], adapt_level=True)
+    with pytest.raises(ValueError, match="skip_solved"):
+        MathEnv(family="Chain", skip_solved=True)
+    with pytest.raises(ValueError, match="adapt_level.*known fields"):
+        MathEnv(family="Chain", adapt_level={"lo": 0.2})
+    with pytest.raises(ValueError, match="low < high"):
+        AdaptiveLevel(low=0.9, high=0.1)
+
+
+def test_evaluation_problems_are_not_evidence():
+    env = make_group_env("verimath/Chain-v0", 4, 2, adapt_level={"min_groups": 1})
+    given_problems = [generate("Chain", 9, i, 1) for i in range(4)]
+    env.reset(seed=0, options={"problems": given_problems})
+    env.step([f"Answer: {p.answer}" for p in given_problems for _ in range(2)])
+    assert env.curriculum_stats().get("curriculum/moves/Chain", 0) == 0
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), [
+    ("verimath/Chain-v0", {"adapt_level": {"min_groups": 1}}),
+    ("verimath/Mixed-v0", {"adapt_level": True, "level": 3}),
+    ("verimath/Dataset-v0", {"skip_solved": {"visits": 1, "recheck_after": 1},
+                             "problems": [generate("Chain", 2, i, 2) for i in range(8)]}),
+])
+def test_contract_checks_pass_with_the_switches_on(env_id, kwargs):
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+    from verimath.envs import check_math_env
+    from verimath.envs.checks import CHECKS
+
+    assert check_math_env(gym.make(env_id, **kwargs)) == list(CHECKS)
+    check_env(gym.make(env_id, **kwargs).unwrapped, skip_render_check=True)
