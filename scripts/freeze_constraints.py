@@ -18,8 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-SKIPPED = {"torch", "verimath"}
-"""Never pinned here: torch is the Makefile's ``TORCH``; verimath is the checkout."""
+SKIPPED = {"pip", "torch", "verimath"}
+"""Never pinned here: torch is the Makefile's ``TORCH``; verimath is the checkout; pip is
+upgraded first."""
 
 HEADER = """\
 # The versions the test suite and the README's numbers are measured with (Python {python},
@@ -51,7 +52,7 @@ def parse_pins(lines) -> dict[str, str]:
 
 def frozen(python: str) -> tuple[dict[str, str], list[str]]:
     """The pins of ``python``'s environment (less SKIPPED) and its raw freeze lines."""
-    out = subprocess.run([python, "-m", "pip", "freeze", "--exclude-editable"],
+    out = subprocess.run([python, "-m", "pip", "freeze", "--all", "--exclude-editable"],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     lines = [line for line in out if _PIN.match(line)
              and normalize(line.split("==")[0]) not in SKIPPED]
