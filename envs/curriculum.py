@@ -43,7 +43,8 @@ class AdaptiveLevel:
     high: float = 0.9
     """Above this mean pass rate the family moves one level up."""
     min_groups: int = 16
-    """Groups scored at the current level before it may move (the evidence needed)."""
+    """Groups scored at the current level before it may move (the evidence needed); the
+    decision reads the latest this many."""
     min_level: int = 1
     """Lowest level the family may reach."""
     max_level: int = 5
@@ -148,20 +149,25 @@ class LevelCurriculum:
                 continue  # posed before the last move: not evidence for the current level
             window = self.window.setdefault(family, [])
             window.append(float(rate))
+            del window[:-self.settings.min_groups]  # the latest groups only
             new = next_level(self.levels[family], window, self.settings)
             if new != self.levels[family]:
                 self.levels[family], self.window[family] = new, []
                 self.moves[family] = self.moves.get(family, 0) + 1
 
     def stats(self) -> dict[str, float]:
-        """``curriculum/level/<family>``, ``curriculum/pass_rate/<family>`` (mean of the groups
-        seen at the current level), ``curriculum/moves/<family>`` per family seen."""
+        """Per family seen: ``curriculum/level/<family>``; ``curriculum/pass_rate/<family>`` and
+        ``curriculum/informative/<family>`` (mean pass rate, and share of groups neither all
+        right nor all wrong, of the latest ``curriculum/groups/<family>`` groups seen at the
+        current level); ``curriculum/moves/<family>`` (level changes so far)."""
         out: dict[str, float] = {}
         for family in sorted(self.levels):
             window = self.window.get(family, [])
             out[f"curriculum/level/{family}"] = float(self.levels[family])
             if window:
-                out[f"curriculum/pass_rate/{family}"] = float(np.mean(window))
+                rates = np.asarray(window)
+                out[f"curriculum/pass_rate/{family}"] = float(rates.mean())
+                out[f"curriculum/informative/{family}"] = float(np.mean((rates > 0) & (rates < 1)))
             out[f"curriculum/groups/{family}"] = float(len(window))
             out[f"curriculum/moves/{family}"] = float(self.moves.get(family, 0))
         return out

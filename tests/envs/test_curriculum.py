@@ -63,8 +63,13 @@ def test_level_curriculum_stays_in_bounds_and_moves_only_after_min_groups(settin
         if after != before:
             assert seen_since_move >= settings_.min_groups and abs(after - before) == 1
             seen_since_move = len(cur.window.get("F", []))
-    stats = cur.stats()
+    stats, window = cur.stats(), cur.window.get("F", [])
     assert stats["curriculum/level/F"] == cur.level("F")
+    assert stats["curriculum/groups/F"] == len(window)
+    if window:
+        informative = [0 < r < 1 for r in window]
+        assert stats["curriculum/informative/F"] == pytest.approx(np.mean(informative))
+        assert stats["curriculum/pass_rate/F"] == pytest.approx(np.mean(window))
 
 
 def test_groups_posed_at_an_old_level_are_not_evidence():

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,3 +55,11 @@ def test_benchmark_quick_numbers(tmp_path):
     group = bench.bench_group(8, 4, "Arithmetic")
     assert group["responses"] == 32 and group["step_s"] > 0
     assert -1.0 <= group["mean_reward"] <= 1.0
+
+
+@pytest.mark.slow
+def test_benchmark_curriculum_switches_raise_the_informative_share():
+    bench = load("benchmarks/bench_envs.py")
+    shares = bench.bench_curriculum(rounds=40, num_problems=32)
+    assert shares["chain_adapt_level"]["informative"] > shares["chain_fixed_level_3"]["informative"]
+    assert shares["list_skip_solved"]["all_right"] < shares["list_all"]["all_right"]
