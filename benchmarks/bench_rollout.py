@@ -163,10 +163,12 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main() -> None:
+    from verimath.trainer.rollout.engine import ENGINES
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller batches (CI smoke)")
     parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument("--engines", nargs="+", default=["hf", "vllm"], choices=["hf", "vllm"])
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
     parser.add_argument("--models", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     args = parser.parse_args()
     has_vllm = importlib.util.find_spec("vllm") is not None

@@ -110,9 +110,9 @@ def _run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.min_coverage <= 1.0:
         raise ValueError(f"--min-coverage must be between 0 and 1, got {args.min_coverage}")
     if args.output.endswith(".parquet"):
-        from verimath.envs.problem import _import_pyarrow
+        from verimath.envs.problem import require_pyarrow
 
-        _import_pyarrow()  # fail before the work, not after it
+        require_pyarrow()  # fail before the work, not after it
     against = []
     for path in args.decontaminate_against:
         try:

@@ -194,7 +194,9 @@ def _raw_row_hint(row: Mapping[str, Any]) -> str:
             "`verimath prep`)")
 
 
-def _import_pyarrow():
+def require_pyarrow():
+    """The ``pyarrow`` module with its parquet reader; ImportError naming the install when it
+    is missing (callers that write parquet call it before their work)."""
     try:
         import pyarrow
         import pyarrow.parquet
@@ -206,14 +208,14 @@ def _import_pyarrow():
 
 
 def _iter_parquet(path: str) -> Iterator[Problem]:
-    pa = _import_pyarrow()
+    pa = require_pyarrow()
     table = pa.parquet.read_table(path)
     for i, row in enumerate(table.to_pylist()):
         yield Problem.from_dict(row, where=f"{path}: row {i}")
 
 
 def _write_parquet(problems: list[Problem], path: str) -> None:
-    pa = _import_pyarrow()
+    pa = require_pyarrow()
     columns = {name: [getattr(p, name) for p in problems] for name in FIELDS[:4]}
     columns["meta"] = [json.dumps(p.meta, ensure_ascii=False) for p in problems]
     pa.parquet.write_table(pa.table(columns), path)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from verimath.rewards import BatchScores, score_batch
-from verimath.rewards.equivalence import MODES
+from verimath.rewards.equivalence import MODES, check_timeout
 from verimath.rewards.extract import STYLES
 
 
@@ -98,8 +98,7 @@ class RewardSpec:
                 f"need 0 < cache_length <= max_length, got cache_length={self.cache_length}, "
                 f"max_length={self.max_length}"
             )
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+        check_timeout(self.timeout)
 
     @property
     def shapes_length(self) -> bool:

@@ -126,7 +126,10 @@ class RolloutConfig:
     """vLLM: no CUDA graphs (slower decoding, faster start, less memory)."""
 
     def __post_init__(self) -> None:
-        _require(self.engine in ("hf", "vllm"), f"rollout.engine must be hf or vllm, got {self.engine!r}")
+        from verimath.trainer.rollout.engine import ENGINES
+
+        _require(self.engine in ENGINES,
+                 f"rollout.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         _require(self.gen_prompts >= 1, f"rollout.gen_prompts must be >= 1, got {self.gen_prompts}")
         _require(self.group_size >= 2,
                  f"rollout.group_size must be >= 2 (advantages compare responses within a "
@@ -149,7 +152,8 @@ class RolloutConfig:
 @dataclass(frozen=True)
 class RewardConfig:
     answer_style: str = "auto"
-    """How the final answer is found: ``dapo`` (last ``Answer: x``), ``boxed`` or ``auto``."""
+    """How the final answer is found: one of ``verimath.rewards.extract.STYLES`` (``dapo``:
+    the last ``Answer: x``; ``boxed``; ``auto``; ``flexible``)."""
     mode: str = "symbolic"
     """Equivalence mode passed to ``verimath.rewards.score_batch``."""
     timeout: float = 5.0
@@ -164,13 +168,17 @@ class RewardConfig:
     the shared pool's default size (``$VERIMATH_WORKERS``, else the usable CPUs, at most 8)."""
 
     def __post_init__(self) -> None:
-        _require(self.answer_style in ("auto", "dapo", "boxed"),
-                 f"reward.answer_style must be auto, dapo or boxed, got {self.answer_style!r}")
-        from verimath.rewards.equivalence import MODES
+        from verimath.rewards.equivalence import MODES, check_timeout
+        from verimath.rewards.extract import STYLES
 
+        _require(self.answer_style in STYLES, f"reward.answer_style must be one of "
+                                              f"{', '.join(STYLES)}, got {self.answer_style!r}")
         _require(self.mode in MODES, f"reward.mode must be one of {', '.join(MODES)}, "
                                      f"got {self.mode!r}")
-        _require(self.timeout > 0, f"reward.timeout must be > 0, got {self.timeout}")
+        try:
+            check_timeout(self.timeout)
+        except ValueError as e:
+            raise ValueError(f"reward.timeout: {e}") from None
         _require(self.overlong_buffer >= 1,
                  f"reward.overlong_buffer must be >= 1, got {self.overlong_buffer}")
         _require(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
@@ -332,8 +340,10 @@ class OptimConfig:
                  f"optim.max_skipped_updates must be >= 1, got {self.max_skipped_updates}")
         _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
         _require(self.warmup_steps >= 0, f"optim.warmup_steps must be >= 0, got {self.warmup_steps}")
-        _require(self.schedule in ("constant", "linear", "cosine"),
-                 f"optim.schedule must be constant, linear or cosine, got {self.schedule!r}")
+        from verimath.trainer.algo.schedule import SCHEDULES
+
+        _require(self.schedule in SCHEDULES, f"optim.schedule must be one of "
+                                             f"{', '.join(SCHEDULES)}, got {self.schedule!r}")
         _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
                  f"optim.betas must be two numbers in [0, 1), got {self.betas}")
         _require(self.grad_clip >= 0, f"optim.grad_clip must be >= 0, got {self.grad_clip}")

@@ -130,7 +130,7 @@ def test_missing_pyarrow_fails_before_the_work(tmp_path, capsys, monkeypatch):
     def no_pyarrow():
         raise ImportError("parquet files need pyarrow")
 
-    monkeypatch.setattr(problem_module, "_import_pyarrow", no_pyarrow)
+    monkeypatch.setattr(problem_module, "require_pyarrow", no_pyarrow)
     src = write_jsonl(tmp_path / "t.jsonl", [{"question": "q", "answer": "#### 1"}])
     assert main(["prep", "gsm8k", "--input", src, "--output", str(tmp_path / "o.parquet")]) == 2
     out, err = capsys.readouterr()

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.run.distributed import Comm, allocate_quotas
+from verimath.trainer.algo.dynamic_sampling import allocate_quotas
+from verimath.trainer.run.distributed import Comm
 from verimath.trainer.run.metrics import read_metrics
 
 HERE = Path(__file__).parent

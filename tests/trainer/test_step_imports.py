@@ -65,3 +65,11 @@ def test_every_dapo_switch_is_read_where_the_step_docstring_says():
         assert f"algo.{prop.fget.__name__}" in body, name
     assert "reward.overlong_punishment" in doc and "verimath.trainer.run.setup" in doc
     assert "r.overlong_punishment" in inspect.getsource(setup._episodes)
+
+
+def test_dynamic_sampling_runs_without_torch():
+    code = ("import sys; import verimath.trainer.algo.dynamic_sampling; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('verimath.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "torch" not in out and "verimath.trainer.run" not in out, out

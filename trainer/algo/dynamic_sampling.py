@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from verimath.trainer.algo.advantages import informative_groups
 
-__all__ = ["SamplingStats", "collect_informative", "fresh_groups", "next_round_prompts"]
+__all__ = ["SamplingStats", "allocate_quotas", "collect_informative", "fresh_groups",
+           "next_round_prompts"]
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def collect_informative(
     ``verimath.trainer.run.distributed.Comm``) makes it data-parallel: every rank generates
     ``round_prompts`` prompts per full round, the decisions use the counts of all ranks (so
     every rank stops after the same round), and each rank keeps its quota of the target
-    (:func:`~verimath.trainer.run.distributed.allocate_quotas`); the stats are global.
+    (:func:`allocate_quotas`); the stats are global.
 
     Returns ``(kept, surplus, stats)``.
     """
@@ -204,12 +205,28 @@ def _quota(comm, held: int, target: int) -> int:
     """How many of this rank's ``held`` groups it trains on."""
     if comm.world == 1:
         return min(held, target)
-    from verimath.trainer.run.distributed import allocate_quotas
-
     one_hot = np.zeros(comm.world)
     one_hot[comm.rank] = held
     counts = [int(round(c)) for c in comm.all_sum(one_hot)]
     return allocate_quotas(counts, target)[comm.rank]
+
+
+def allocate_quotas(counts: list[int], target: int) -> list[int]:
+    """Kept groups per rank: as even as the ranks' informative ``counts`` allow, never more
+    than a rank holds, adding up to ``min(target, sum(counts))``. Deterministic, so every
+    rank computes the same answer."""
+    quotas = [0] * len(counts)
+    left = min(int(target), int(sum(counts)))
+    while left > 0:
+        open_ranks = [r for r, c in enumerate(counts) if quotas[r] < c]
+        share = max(1, left // len(open_ranks))
+        for r in open_ranks:
+            take = min(share, counts[r] - quotas[r], left)
+            quotas[r] += take
+            left -= take
+            if left == 0:
+                break
+    return quotas
 
 
 def _stats(comm, counts, sizes, kept, surplus, carried_count, target, filter, exhausted):

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["entropy_from_logits", "logprobs_from_logits", "pack_sequences", "token_logprobs"]
+__all__ = ["compute_dtype", "entropy_from_logits", "logprobs_from_logits", "pack_sequences",
+           "token_logprobs"]
 
 
-def _compute_dtype(t: torch.Tensor) -> torch.dtype:
+def compute_dtype(t: torch.Tensor) -> torch.dtype:
     """float32 at least (bf16 log-probs lose the ratio); float64 is kept for tests."""
     return torch.promote_types(t.dtype, torch.float32)
 
 
 def _logp_and_entropy(logits, targets, temperature: float, with_entropy: bool):
     """``(logp or None, entropy or None)``: the kernel behind every public function."""
-    z = logits.to(_compute_dtype(logits)) / temperature  # (..., V)
+    z = logits.to(compute_dtype(logits)) / temperature  # (..., V)
     log_norm = torch.logsumexp(z, dim=-1)  # (...)
     logp = None
     if targets is not None:
@@ -78,7 +79,7 @@ def entropy_from_logits(logits: torch.Tensor, *, temperature: float = 1.0,
     flat = logits.reshape(-1, logits.shape[-1])  # (B*T, V)
     parts = [_logp_and_entropy(flat[i:i + chunk_size], None, temperature, True)[1]
              for i in range(0, flat.shape[0], chunk_size)]
-    out = torch.cat(parts) if parts else flat.new_zeros(0, dtype=_compute_dtype(flat))
+    out = torch.cat(parts) if parts else flat.new_zeros(0, dtype=compute_dtype(flat))
     return out.reshape(logits.shape[:-1])
 
 

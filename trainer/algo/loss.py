@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import torch
 from verimath.trainer.algo.aggregation import AGGREGATIONS, aggregate_loss
+from verimath.trainer.algo.logprobs import compute_dtype
 
 __all__ = [
     "AGGREGATIONS",
@@ -67,13 +68,8 @@ def _check_bt(name: str, tensor: torch.Tensor, shape: torch.Size) -> None:
         )
 
 
-def _compute_dtype(t: torch.Tensor) -> torch.dtype:
-    """float32 at least (bf16 log-probs lose the ratio), float64 kept for tests."""
-    return torch.promote_types(t.dtype, torch.float32)
-
-
 def _masked_log_ratio(logp, old_logp, mask) -> torch.Tensor:
-    dtype = _compute_dtype(logp)
+    dtype = compute_dtype(logp)
     keep = mask.bool()
     delta = logp.to(dtype) - old_logp.to(dtype)
     delta = torch.where(keep, delta, torch.zeros((), dtype=dtype, device=delta.device))
@@ -234,7 +230,7 @@ def _policy_metrics(loss, ratio, log_ratio, active, keep) -> dict[str, float]:
     for key, hit in active.items():
         out[f"clip/frac_{key}"] = float((hit & keep).sum()) / n
     r = ratio[keep]
-    out["policy/approx_kl"] = float(((r - 1.0) - log_ratio[keep]).mean())
+    out["policy/approx_kl"] = float(k3_estimate(log_ratio[keep]).mean())
     out["policy/ratio_mean"] = float(r.mean())
     out["policy/ratio_max"] = float(r.max())
     out["policy/ratio_min"] = float(r.min())
@@ -283,6 +279,12 @@ def kl_penalty(
     """
     _check_logp_shapes(logp, "ref_logp", ref_logp, mask)
     d = -_masked_log_ratio(logp, ref_logp.detach(), mask)  # (B, T)
-    k3 = torch.expm1(d) - d
-    return aggregate_loss(k3, mask, aggregation=aggregation, num_tokens=num_tokens,
+    return aggregate_loss(k3_estimate(d), mask, aggregation=aggregation, num_tokens=num_tokens,
                           num_sequences=num_sequences, horizon=horizon)
+
+
+def k3_estimate(log_ratio: torch.Tensor) -> torch.Tensor:
+    """Per-sample k3 estimate of KL(p || q) from ``log_ratio = log q(x) - log p(x)`` with
+    ``x ~ p``: ``exp(d) - 1 - d``, elementwise; unbiased, >= 0, zero where ``q = p``. The
+    KL penalty, ``policy/approx_kl`` and the engine/trainer mismatch all use it."""
+    return torch.expm1(log_ratio) - log_ratio

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from verimath.trainer.algo.batch import TrainBatch
 from verimath.trainer.algo.dynamic_sampling import SamplingStats
+from verimath.trainer.algo.loss import k3_estimate
 from verimath.trainer.rollout.episodes import Group, RoundStats
 
 
@@ -21,7 +22,7 @@ def engine_mismatch(batch: TrainBatch, comm) -> dict[str, float]:
     local = [0.0, 0.0, 0.0]
     if batch.behaviour_logp is not None:
         diff = (batch.old_logp - batch.behaviour_logp)[batch.mask.bool()]  # log pi_old - pi_eng
-        local = [float(diff.abs().sum()), float((diff.exp() - 1 - diff).sum()), diff.numel()]
+        local = [float(diff.abs().sum()), float(k3_estimate(diff).sum()), diff.numel()]
     ready, abs_sum, k3_sum, tokens = comm.all_sum([batch.behaviour_logp is not None, *local])
     if ready < comm.world or tokens == 0:
         return {}

@@ -29,6 +29,7 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from verimath.rewards.equivalence import MODES
     from verimath.rewards.extract import STYLES
+    from verimath.trainer.rollout.engine import ENGINES
 
     a = parser.add_argument
     a("--model", required=True, metavar="DIR",
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--max-new-tokens", type=int, default=None,
       help=f"response length cap (default: the run's rollout.max_new_tokens, else "
            f"{DEFAULT_MAX_NEW_TOKENS})")
-    a("--engine", choices=("hf", "vllm"), default="hf")
+    a("--engine", choices=ENGINES, default="hf")
     a("--answer-style", choices=STYLES, default=None,
       help="how the final answer is found (default: the run's, else auto)")
     a("--mode", choices=MODES, default=None,
@@ -99,8 +100,13 @@ def _check_numbers(args) -> None:
         value = getattr(args, name)
         if value is not None and value < low:
             raise ValueError(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise ValueError(f"--timeout must be > 0, got {args.timeout}")
+    if args.timeout is not None:
+        from verimath.rewards.equivalence import check_timeout
+
+        try:
+            check_timeout(args.timeout)
+        except ValueError as e:
+            raise ValueError(f"--timeout: {e}") from None
     if not 0 < args.gpu_memory_utilization <= 1:
         raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got "
                          f"{args.gpu_memory_utilization}")

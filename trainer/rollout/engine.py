@@ -22,6 +22,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+ENGINES = ("hf", "vllm")
+"""The values of ``rollout.engine`` (and ``verimath eval --engine``): this module's
+:class:`HFRolloutEngine` and ``vllm_engine.VLLMRolloutEngine``, built by
+``verimath.trainer.rollout.factory.make_engine``."""
+
 
 @dataclass(frozen=True)
 class SamplingParams:

@@ -6,8 +6,9 @@ process group (NCCL on GPUs, gloo on the CPU). One process is the ordinary singl
 case: no process group, every collective here is the identity.
 
 - Each rank generates and scores its own share of the prompts; dynamic sampling decides on
-  global counts (:class:`Comm` ``all_sum``) and :func:`allocate_quotas` says how many kept
-  groups each rank trains on, so that they add up to ``algo.train_prompts``.
+  global counts (:class:`Comm` ``all_sum``) and
+  ``verimath.trainer.algo.dynamic_sampling.allocate_quotas`` says how many kept groups each
+  rank trains on, so that they add up to ``algo.train_prompts``.
 - The model is sharded with FSDP2 (``fully_shard`` on every decoder layer, then the root),
   on GPUs with bf16 compute and fp32 reduction (``MixedPrecisionPolicy``); the same code runs
   on a CPU device mesh over gloo. The memory-bounded log-prob forward is registered as an
@@ -112,24 +113,6 @@ def rank_seed(seed: int, rank: int) -> int:
     if rank == 0:
         return int(seed)
     return int(np.random.SeedSequence([int(seed), int(rank)]).generate_state(1)[0])
-
-
-def allocate_quotas(counts: list[int], target: int) -> list[int]:
-    """Kept groups per rank: as even as the ranks' informative ``counts`` allow, never more
-    than a rank holds, adding up to ``min(target, sum(counts))``. Deterministic, so every
-    rank computes the same answer."""
-    quotas = [0] * len(counts)
-    left = min(int(target), int(sum(counts)))
-    while left > 0:
-        open_ranks = [r for r, c in enumerate(counts) if quotas[r] < c]
-        share = max(1, left // len(open_ranks))
-        for r in open_ranks:
-            take = min(share, counts[r] - quotas[r], left)
-            quotas[r] += take
-            left -= take
-            if left == 0:
-                break
-    return quotas
 
 
 def shard_model(model, comm: Comm, *, device: torch.device, activation_checkpointing: bool):
