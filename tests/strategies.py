@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 model_text = st.text(max_size=400)
 
 
-# --- rewards (engineer B): overlong lengths and verdict functions for ScoringPool tests ---
+# --- rewards: overlong lengths and verdict functions for ScoringPool tests ---
 # The verdict functions below run inside pool worker processes, which import them by name
 # (tests/ is on their sys.path), so they must stay at module level here.
 
@@ -39,7 +39,7 @@ def crashing_verdict(pred: str, gold: str) -> bool:
     return pred == gold
 
 
-# --- datasets_prep (engineer C): raw dataset rows ---
+# --- datasets_prep: raw dataset rows ---
 
 #: Problem statements: any text with at least one visible character.
 problem_text = st.text(min_size=1, max_size=300).filter(lambda s: s.strip())
@@ -60,7 +60,7 @@ word = st.text(alphabet="abcdefghij", min_size=1, max_size=5)
 word_lists = st.lists(word, min_size=0, max_size=40)
 
 
-# --- envs (engineer D): generator items ---
+# --- envs: generator items ---
 
 #: (seed, index, level) addressing one generated problem.
 generator_items = st.tuples(

@@ -11,7 +11,8 @@ Every public name is imported on first use, so ``import verimath.trainer`` stays
 
 The folders: ``algo/`` the RL math (read one RL step in ``algo/step.py``, ``rl_step``),
 ``rollout/`` the engines and episode source, ``model/`` the policy and warm start, ``run/``
-the run's state and loop (``run/loop.py``: evaluation cadence, checkpoints, summary),
+the run's state (``run/state.py``, ``TrainState``), its construction (``run/setup.py``,
+``open_state``) and loop (``run/loop.py``: evaluation cadence, checkpoints, summary),
 ``checkpoint/``, ``evaluation/``, ``ablation/`` and ``estimate/``; ``train.py`` is the
 ``train`` command and the torchrun entry, ``cli.py`` the ``verimath`` dispatcher.
 

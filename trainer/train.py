@@ -9,8 +9,8 @@
 
 This module is also what every torchrun process runs (``python -m verimath.trainer.train``
 takes the same arguments); ``--nproc N`` launches ``torch.distributed.run`` with it.
-The training loop itself is ``verimath.trainer.run.loop.train`` (also importable from here as
-``verimath.trainer.train.train``).
+The training loop itself is ``verimath.trainer.run.loop.train``; the run's objects are built
+by ``verimath.trainer.run.setup.open_state``.
 
 Overrides may stand anywhere on the line, before or after options. ``--output-dir`` must
 be a new or empty directory: an existing run is continued with ``--resume`` or replaced

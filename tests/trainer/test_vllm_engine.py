@@ -17,13 +17,9 @@ import sys
 import numpy as np
 import pytest
 import torch
+from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.model.tiny import EOS, make_char_tokenizer, make_tiny_model
 from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams, sampling_logits
-
-try:
-    from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
-except ImportError:  # older layout: both lived in rollout
-    from verimath.trainer.rollout.engine import pack_sequences, token_logprobs
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 _skip_without_vllm = pytest.mark.skipif(

@@ -1,1 +1,1 @@
-"""Evaluation: the trainer's held-out evaluation and the `verimath eval` command (inputs, sampling, estimators, report)."""
+"""Evaluation: the trainer's held-out evaluation (`heldout`, on `evaluate`) and the `verimath eval` command (inputs, sampling, estimators, report)."""

@@ -1,1 +1,1 @@
-"""A training run's lifecycle: its state, the loop, data-parallel ranks, metrics and the progress bar."""
+"""A training run's lifecycle: its state (`state`), how it is built (`setup`), the loop (`loop`), data-parallel ranks (`distributed`), metrics and the progress bar."""
