@@ -69,6 +69,13 @@ from verimath.rewards.fast_path import (
 from verimath.rewards.lists import collection, compare_collections
 from verimath.rewards.notation import align_pair, brace_frac_args
 from verimath.rewards.polynomials import parse_polynomial, parse_rational, rationals_equal
+from verimath.rewards.probe import probe_verdict
+from verimath.rewards.rules import (
+    case_verdict,
+    decimal_verdict,
+    is_unsolved_equation,
+    variable_verdict,
+)
 from verimath.rewards.size_guard import is_intractable
 
 __all__ = [
@@ -104,6 +111,8 @@ _UNIT_WORDS = (
 )
 _UNIT_SUFFIX = re.compile(rf"(?<=[0-9}}])(?:{_UNIT_WORDS})(?:\^\{{?[23]\}}?|²|³)?$")
 _VAR_PREFIX = re.compile(r"^[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=(?=[^=]+$)")
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])")
+_TRIG_DEGREES = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(?:\^\s*\{?\\circ\}?|°)")
 _FRAC_NAMES = re.compile(r"\\[dtc]frac")
 
 _CODE = re.compile(
@@ -166,11 +175,15 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     if mode == "integer":
         a, b = integer_digits(p), integer_digits(g)
         return a is not None and a == b
+    decided = _written_rules(pred, gold, p, g)
+    if decided is not None:
+        return decided
     if p == g:
         return p != "" or None
     a, b = parse_number(p) or _constant(p), parse_number(g) or _constant(g)
     if a is not None and b is not None:
-        return compare_numbers(a, b)
+        decided = None if a[1] or b[1] else decimal_verdict(p, a[0], g, b[0])
+        return decided if decided is not None else compare_numbers(a, b)
     if (a is None) != (b is None):
         versus = _number_versus(a or b, g if a is not None else p)
         if versus is not None:
@@ -188,6 +201,16 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     if polynomials is not None:
         return polynomials
     return _compare_rationals(p, g)
+
+
+def _written_rules(pred: str, gold: str, p: str, g: str) -> bool | None:
+    """Letter case, value vs equation (``rules``), on the aligned and normalized pair."""
+    decided = case_verdict(p, g)
+    if decided is None:
+        decided = variable_verdict(pred, gold)
+    if decided is None and "=" not in pred and is_unsolved_equation(gold):
+        decided = False  # a value against an equation that is not solved for a variable
+    return decided
 
 
 _MIXED = re.compile(r"[0-9]\s*\\[dt]?frac")
@@ -298,7 +321,9 @@ def symbolic_verdict(pred: str, gold: str) -> bool:
             return False
         from math_verify import verify
 
-        return bool(verify(gold_parsed, pred_parsed, timeout_seconds=None))
+        verdict = bool(verify(gold_parsed, pred_parsed, timeout_seconds=None))
+        probe = probe_verdict(gold_parsed[0], pred_parsed[0], gold, pred)
+        return verdict if probe is None else probe
     except Exception:
         return False
 
@@ -309,4 +334,6 @@ def _mv_parse(answer: str) -> list:
 
     config = [LatexExtractionConfig()]
     text = brace_frac_args(answer.strip())
+    if _TRIG.search(text):
+        text = _TRIG_DEGREES.sub(r"\\frac{\1\\pi}{180}", text)  # sin(90° - x): degrees
     return parse(f"${text}$", extraction_config=config, parsing_timeout=None)

@@ -55,10 +55,12 @@ import re
 
 from verimath.rewards.chunks import has_prose
 from verimath.rewards.free_form import final_value, last_phrase_segment, pick_answer
+from verimath.rewards.markers import MARK, after_think, answer_tag, final_a_line, refuses
 
-__all__ = ["STYLES", "answer_core", "boxed_answer", "extract_answer"]
+__all__ = ["PATHS", "STYLES", "answer_core", "boxed_answer", "extract_answer", "extract_with_path"]
 
 STYLES = ("auto", "dapo", "boxed", "flexible")
+PATHS = ("tag", "a_line", "answer_line", "box", "phrase", "last_math", "none")
 
 _ANSWER_MARK = re.compile(r"\banswer\s*[:\uff1a]", re.IGNORECASE)  # also the full-width colon
 _BOX_OPENER = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
@@ -78,6 +80,7 @@ _DISPLAY = {"$$": "$$", "\\[": "\\]"}  # display-math openers and their closers
 _CLEAN_ROUNDS = 4
 _MAX_MARKS = 256  # "Answer:" marks tried, from the last, before giving up
 _FLEXIBLE_MARKS = 16  # "Answer:" marks the flexible style reads before moving on
+_WORD_ANSWER = 40  # an answer line without math this short is an answer in words
 _PROSE_CHECK = 4000  # longer lines and predictions are never read as sentences
 
 
@@ -86,6 +89,10 @@ class _Refused(str):
 
 
 _REFUSED = _Refused("refused")
+
+
+class _Words(str):
+    """An answer line without math (``Answer: Monday``): used when no box follows."""
 
 
 def extract_answer(text: str, style: str = "auto") -> str | None:
@@ -98,35 +105,78 @@ def extract_answer(text: str, style: str = "auto") -> str | None:
 
     See the module docstring for the exact rules of each ``style``.
     """
+    return extract_with_path(text, style)[0]
+
+
+def extract_with_path(text: str, style: str = "auto") -> tuple[str | None, str]:
+    """``(answer, path)``: ``extract_answer``'s answer and where it was found, one of
+    ``PATHS`` (``"none"`` when there is no answer)."""
     if style not in STYLES:
         raise ValueError(f"unknown answer style {style!r}; expected one of {STYLES}")
     if not isinstance(text, str):
-        return None
+        return None, "none"
     if style == "dapo":
-        return _extract_dapo(text)
+        return _with_path(_extract_dapo(text), "answer_line")
     if style == "boxed":
-        return _extract_boxed(text)
-    if style == "flexible":
-        return _extract_flexible(text)
-    found = _extract_dapo(text)
-    return found if found is not None else _extract_boxed(text)
-
-
-def _extract_flexible(text: str) -> str | None:
-    """``Answer:`` line, last box, last final-answer phrase, last math (module docstring)."""
-    found = _extract_dapo(text, flexible=True)
+        return _with_path(_extract_boxed(text), "box")
+    flexible = style == "flexible"
+    body = after_think(text)
+    if body is None:
+        return None, "none"  # a <think> block that never closed: cut off, no answer
+    tag = answer_tag(body)
+    if tag is not None:
+        return _with_path(_segment_answer(tag, flexible), "tag")
+    line = final_a_line(body)
+    if line is not None:
+        found = _segment_answer(line, flexible)
+        if found is not None or flexible:
+            return _with_path(found, "a_line")
+    if flexible:
+        return _extract_flexible(body)
+    found = _extract_dapo(body, mark=MARK)
     if found is not None:
-        return None if found is _REFUSED else found
+        return found, "answer_line"
+    return _with_path(_extract_boxed(body), "box")
+
+
+def _with_path(answer: str | None, path: str) -> tuple[str | None, str]:
+    return (None, "none") if answer is None or answer is _REFUSED else (answer, path)
+
+
+def _segment_answer(segment: str, flexible: bool) -> str | None:
+    """The answer written in a tag or ``A:`` line: its last box, else (flexible) the math a
+    sentence states, else the cleaned text; ``None`` when empty or refused."""
+    if not segment.strip():
+        return None
+    if _BOX_OPENER.search(segment) is not None:
+        return boxed_answer(segment)
+    if flexible and has_prose(segment[:_PROSE_CHECK]):
+        picked, refused = pick_answer(segment, anchored=True)
+        return None if refused or picked is None else _clean(picked)
+    return _clean(segment)
+
+
+def _extract_flexible(text: str) -> tuple[str | None, str]:
+    """``Answer:`` line, last box, last final-answer phrase, last math (module docstring)."""
+    found = _extract_dapo(text, flexible=True, mark=MARK)
+    if isinstance(found, _Words):
+        boxed = boxed_answer(text)  # "Answer: see below." then a box: the box
+        if boxed is not None:
+            return boxed, "box"
+    if found is not None:
+        return _with_path(str(found), "answer_line") if found is not _REFUSED else (None, "none")
     found = boxed_answer(text)
     if found is not None:
-        return found
+        return found, "box"
     segment = last_phrase_segment(text)
     if segment is not None:
         picked, refused = pick_answer(segment, anchored=True, find_marker=False)
         if refused or picked is not None:
-            return None if picked is None else _clean(final_value(picked))
+            return _with_path(None if picked is None else _clean(final_value(picked)), "phrase")
+    if refuses(text):
+        return None, "none"  # numbers restated from the question, then a refusal
     picked, _ = pick_answer(text, anchored=False)
-    return None if picked is None else _clean(final_value(picked))
+    return _with_path(None if picked is None else _clean(final_value(picked)), "last_math")
 
 
 def answer_core(pred: str) -> str:
@@ -136,7 +186,12 @@ def answer_core(pred: str) -> str:
     states (``pick_answer``). A negated or hedged prediction, or one without math, is
     returned unchanged (and then compared as it is, so it stays incorrect against math).
     """
-    if len(pred) > _PROSE_CHECK or not has_prose(pred):
+    if len(pred) > _PROSE_CHECK:
+        return pred
+    if MARK.search(pred) or answer_tag(pred) is not None or final_a_line(pred) is not None:
+        found, _ = extract_with_path(pred, "flexible")  # "Answer: X" is X: one equality
+        return found if found is not None else pred
+    if not has_prose(pred):
         return pred
     boxed = boxed_answer(pred)
     if boxed is not None:
@@ -146,13 +201,13 @@ def answer_core(pred: str) -> str:
     return cleaned if cleaned else pred
 
 
-def _extract_dapo(text: str, *, flexible: bool = False) -> str | None:
+def _extract_dapo(text: str, *, flexible: bool = False, mark: re.Pattern = _ANSWER_MARK) -> str | None:
     """The answer of the last non-empty ``Answer:`` line (see the module docstring).
 
     ``flexible``: a line that holds words gives the math stated in it (``pick_answer``), and
     a refused line (a negation, a hedge) ends the search with ``_REFUSED``.
     """
-    found = [m.span() for m in _ANSWER_MARK.finditer(text)]
+    found = [m.span() for m in mark.finditer(text)]
     # Last closer of each display block: an unclosed block is settled without a scan, which
     # keeps many "Answer:" marks before unclosed blocks linear.
     last_closer = {c: text.rfind(c) for c in _DISPLAY.values()} if found else {}
@@ -185,7 +240,12 @@ def _answer_after(
             return _clean(boxed)
     if flexible and has_prose(line[:_PROSE_CHECK]):
         picked, refused = pick_answer(line, anchored=True)
-        return _REFUSED if refused else (None if picked is None else _clean(picked))
+        if refused:
+            return _REFUSED
+        if picked is None and len(line.strip()) <= _WORD_ANSWER:
+            words = _clean(line)  # "Answer: Monday": a short answer in words
+            return None if words is None else _Words(words)
+        return None if picked is None else _clean(picked)
     return _clean(line)
 
 

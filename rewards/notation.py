@@ -6,6 +6,8 @@ math-verify compare like with like. Pure, bounded work (inputs longer than
 
 0. A gold that holds a ``\\boxed{}`` (a worked solution passed as the gold) is its box
    content (``extract.boxed_answer``).
+0b. Plain calculator notation (``sqrt(2)/2``, ``x**2``, ``2 1/4``) is read into LaTeX
+   (``plain_math.to_latex``), on both sides.
 1. A stray trailing backslash or ``\\\\`` (a line break) at the end of either side is dropped.
 2. ``x \\in I`` is ``I``; a relation in one variable (``-2 \\le x \\le 7``, ``x > 3``,
    ``5 \\geq y``, ``x \\ne 2``, and unions written with ``or``) becomes its interval
@@ -29,6 +31,7 @@ import re
 
 from verimath.rewards.extract import boxed_answer
 from verimath.rewards.fast_path import parse_number
+from verimath.rewards.plain_math import to_latex
 
 __all__ = [
     "MAX_ALIGN_CHARS",
@@ -78,6 +81,7 @@ def align_pair(pred: str, gold: str) -> tuple[str, str]:
         return pred, gold
     if "\\boxed" in gold or "\\fbox" in gold:  # a gold written as a worked answer
         gold = boxed_answer(gold, every=True) or gold
+    pred, gold = to_latex(pred), to_latex(gold)
     pred = strip_trailing_backslash(pred)
     gold = strip_trailing_backslash(gold)
     pred, gold = _align_intervals(pred, gold)
@@ -90,9 +94,14 @@ def align_pair(pred: str, gold: str) -> tuple[str, str]:
 
 def _align_intervals(pred: str, gold: str) -> tuple[str, str]:
     p, g = as_interval(pred), as_interval(gold)
-    if p is None or g is None:
-        return pred, gold
+    if p is None or g is None or _has_variable(p) or _has_variable(g):
+        return pred, gold  # "a < b" is a relation between variables, not an interval
     return p, g
+
+
+def _has_variable(text: str) -> bool:
+    """A Latin letter outside LaTeX commands (``\\infty``, ``\\pi``, ``\\frac``...)."""
+    return re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", text)) is not None
 
 
 def as_interval(text: str) -> str | None:

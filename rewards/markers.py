@@ -1,0 +1,86 @@
+"""Final-answer formats beyond ``Answer:`` and ``\\boxed``: tags, ``A:`` lines, refusals.
+
+Pure functions on ``str``, linear in the length of their input, never raising on any ``str``.
+Used by ``extract`` in the ``"auto"`` and ``"flexible"`` styles.
+
+``<think>`` / ``<answer>`` tags (the format of R1-Zero-style training, DeepSeek-AI 2025,
+arXiv 2501.12948): text inside ``<think>...</think>`` is reasoning and never the answer; a
+``<think>`` that is never closed leaves no answer (the response was cut off). The content of
+the last closed ``<answer>...</answer>`` is the final answer (a ``\\boxed{}`` inside it gives
+the box content; an empty tag gives no answer, without falling back to earlier text).
+
+``A: 71`` as the last non-blank line (the GSM8K few-shot format, ``Q: ... A: ...``): the
+text after ``A:`` is the answer, the label never part of it. Only the last line counts: an
+``A:`` inside the work (``Case A: x = 3``, a list of options) is not an answer.
+
+``MARK`` finds answer labels read by ``"auto"`` and ``"flexible"``: ``Answer:``,
+``Final Answer:`` and ``The answer is:`` (the colon is what makes it a label).
+
+Refusals (``refuses``): a response that says it cannot solve, answer or determine the
+problem (``I cannot solve this``, ``I don't know how to...``, ``I give up``, ``not enough
+information``) states no answer of its own; the flexible style's last-math fallback then
+gives ``None``, so numbers restated from the question earn nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MARK", "after_think", "answer_tag", "final_a_line", "refuses"]
+
+MARK = re.compile(r"\banswer(?:\s+is)?\s*[:\uff1a]", re.IGNORECASE)
+_ANSWER_OPEN = "<answer>"
+_ANSWER_CLOSE = "</answer>"
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = "</think>"
+_A_LINE = re.compile(r"[ \t>#*]*A[ \t*]*[:\uff1a]\**[ \t]*(?P<rest>\S.*?)[ \t\r]*\Z", re.DOTALL)
+_VERB = r"(?:solve|answer|determine|compute|calculate|find|figure|work\s+out|proceed|tell|say)"
+_REFUSAL = re.compile(
+    r"\b(?:can\s*not|can['’]?t|could\s*not|couldn['’]?t|unable\s+to|not\s+able\s+to"
+    r"|don['’]?t\s+know|do\s+not\s+know|not\s+sure|impossible\s+to|no\s+way\s+to)\b"
+    rf"[^.!?\n]{{0,40}}?\b{_VERB}"
+    r"|\b(?:cannot|can['’]?t)\s+be\s+(?:solved|answered|determined)"
+    r"|\bi\s+(?:give\s+up|refuse)\b|\b(?:not\s+enough|insufficient|more)\s+information\b"
+    r"|\bi['’]?m\s+(?:sorry|not\s+sure)\b|\bsorry\b",
+    re.IGNORECASE,
+)
+_REFUSAL_TAIL = 4000  # characters at the end of a response read for a refusal
+
+
+def after_think(text: str) -> str | None:
+    """The text after the last ``</think>``; ``None`` when a ``<think>`` is never closed;
+    ``text`` itself when it has no think tags."""
+    close = text.rfind(_THINK_CLOSE)
+    if close >= 0:
+        return text[close + len(_THINK_CLOSE) :]
+    if _THINK_OPEN.search(text) is not None:
+        return None
+    return text
+
+
+def answer_tag(text: str) -> str | None:
+    """The content of the last closed ``<answer>...</answer>``, or ``None`` without one.
+
+    The content is returned as written (possibly empty: the caller gives no answer then)."""
+    close = text.rfind(_ANSWER_CLOSE)
+    if close < 0:
+        return None
+    open_ = text.rfind(_ANSWER_OPEN, 0, close)
+    if open_ < 0:
+        return None
+    return text[open_ + len(_ANSWER_OPEN) : close]
+
+
+def final_a_line(text: str) -> str | None:
+    """What follows ``A:`` on the last non-blank line of ``text``; ``None`` otherwise."""
+    body = text.rstrip()
+    start = body.rfind("\n") + 1
+    if len(body) - start > 2000:
+        return None
+    match = _A_LINE.match(body, start)
+    return None if match is None else match.group("rest")
+
+
+def refuses(text: str) -> bool:
+    """Whether the end of ``text`` declines to answer (see the module docstring)."""
+    return _REFUSAL.search(text[-_REFUSAL_TAIL:]) is not None

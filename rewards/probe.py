@@ -1,0 +1,172 @@
+"""A numeric probe and relation normalizer over parsed answers (sympy objects).
+
+Runs only in the scoring pool's workers (``equivalence.symbolic_verdict``), on what
+math-verify's LaTeX parser built: nothing here parses or evaluates text. sympy is imported
+inside the functions, so importing ``verimath.rewards`` stays light.
+
+``probe_verdict(gold, pred)``:
+    * Two expressions: both are evaluated at ``POINTS`` pseudo-random points (a fixed seed:
+      the verdict is reproducible) of their free variables. Points where either side is not
+      a finite real number are outside the common real domain and skipped (seven points in
+      ten are positive, so that domains such as ``\\ln a + \\ln b`` get enough of them). At least
+      ``MIN_POINTS`` points in the domain, all agreeing (relative error under ``RTOL``):
+      equal; one point disagreeing: unequal. Identities that math-verify's simplification
+      misses (``\\sin x + \\cos x`` and ``\\sqrt2 \\sin(x + \\pi/4)``, ``e^{\\ln x}`` and
+      ``x``) are found, and a false "equal" from simplification is caught
+      (``\\sqrt{x^2}`` is ``|x|``, not ``x``). A symbol ``i`` on both sides, with no other
+      variable, is the imaginary unit; constants are compared as complex numbers.
+    * A decimal literal against a constant: the tolerance rule (``tolerance``: a decimal
+      gold is a rounded exact value; a decimal prediction must equal an exact gold).
+    * Two relations: each is written ``e < 0``, ``e <= 0``, ``e = 0`` or ``e != 0`` (``>`` and
+      ``>=`` flipped by negating ``e``). Equal when the kinds agree and ``e1 / e2`` is one
+      constant at every probe point: any non-zero constant for ``=`` and ``!=``, a positive one
+      for inequalities. So ``b > a`` is ``a < b``, ``3 < 3y`` is ``y > 1``, ``2y = 4x + 6`` is
+      ``y = 2x + 3`` and ``x + y = 5`` is ``y = 5 - x``.
+    * Anything else (sets, tuples, intervals, a relation against an expression): ``None``,
+      math-verify's verdict stands.
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+import random
+from fractions import Fraction
+
+from verimath.rewards.tolerance import decimal_matches, decimals_equal
+
+__all__ = ["MIN_POINTS", "POINTS", "RTOL", "probe_verdict"]
+
+POINTS = 24
+MIN_POINTS = 4
+RTOL = 1e-7
+_MAX_SYMBOLS = 4
+_DIGITS = 30
+
+
+def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "") -> bool | None:
+    """Probe verdict on math-verify's parsed ``gold`` and ``pred`` (see the module
+    docstring); ``None`` when undecided. The texts are the answers as written."""
+    import sympy
+
+    if isinstance(gold, sympy.core.relational.Relational) and isinstance(
+        pred, sympy.core.relational.Relational
+    ):
+        return _relations(gold, pred)
+    if not isinstance(gold, sympy.Expr) or not isinstance(pred, sympy.Expr):
+        return None
+    if _is_decimal(gold_text) and _is_decimal(pred_text):
+        return decimals_equal(Fraction(gold_text.strip()), Fraction(pred_text.strip()))
+    if _is_decimal(gold_text) and not pred.free_symbols:
+        value = _exact(pred)
+        return None if value is None else decimal_matches(gold_text.strip(), value)
+    if _is_decimal(pred_text) and not gold.free_symbols:
+        value = _exact(gold)
+        return None if value is None else value == Fraction(pred_text.strip())
+    gold, pred = _imaginary_unit(gold, pred)
+    points = _values(gold - pred, gold, pred)
+    if points is None:
+        return None
+    agree = [_close(a, b) for a, b in points]
+    if not all(agree):
+        return False
+    constant = not (gold.free_symbols or pred.free_symbols)
+    return True if constant or len(agree) >= MIN_POINTS else None
+
+
+def _relations(gold, pred) -> bool | None:
+    kind_g, eg = _normal(gold)
+    kind_p, ep = _normal(pred)
+    if kind_g is None or kind_p is None or kind_g != kind_p:
+        return None if kind_g is None or kind_p is None else False
+    points = _values(eg / ep, eg, ep)
+    if points is None:
+        return None
+    ratios = [a / b for a, b in points if b != 0]
+    if len(ratios) < (1 if not (eg.free_symbols or ep.free_symbols) else MIN_POINTS):
+        return None
+    first = ratios[0]
+    if first == 0 or not all(_close(r, first) for r in ratios):
+        return False
+    return first.real > 0 if kind_g in ("<", "<=") else True
+
+
+def _normal(rel):
+    """``(kind, e)`` with ``rel`` equivalent to ``e kind 0``."""
+    import sympy
+
+    e = rel.lhs - rel.rhs
+    kinds = {sympy.StrictLessThan: ("<", 1), sympy.LessThan: ("<=", 1),
+             sympy.StrictGreaterThan: ("<", -1), sympy.GreaterThan: ("<=", -1),
+             sympy.Equality: ("=", 1), sympy.Unequality: ("!=", 1)}
+    found = kinds.get(type(rel))
+    return (None, None) if found is None else (found[0], e * found[1])
+
+
+def _values(joint, left, right) -> list[tuple[complex, complex]] | None:
+    """``(left, right)`` at the probe points where both are finite reals (constants: the
+    one complex pair); ``None`` with too many variables or no point at all."""
+    symbols = sorted(joint.free_symbols | left.free_symbols | right.free_symbols, key=str)
+    if len(symbols) > _MAX_SYMBOLS:
+        return None
+    if not symbols:
+        pair = (_number(left, {}), _number(right, {}))
+        return None if None in pair else [pair]
+    rng = random.Random(7)
+    out = []
+    for _ in range(POINTS):
+        subs = {s: _sample(rng) for s in symbols}
+        a, b = _number(left, subs), _number(right, subs)
+        if a is None or b is None or abs(a.imag) > 1e-12 or abs(b.imag) > 1e-12:
+            continue  # outside the common real domain
+        out.append((complex(a.real), complex(b.real)))
+    return out or None
+
+
+def _sample(rng: random.Random):
+    import sympy
+
+    value = (1 if rng.random() < 0.7 else -1) * rng.uniform(0.3, 3.0)
+    return sympy.Float(round(value, 6), 20)
+
+
+def _number(expr, subs) -> complex | None:
+    try:
+        value = complex(expr.evalf(_DIGITS, subs=subs))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, AttributeError):
+        return None
+    if not (cmath.isfinite(value)):
+        return None
+    return value
+
+
+def _close(a: complex, b: complex) -> bool:
+    return abs(a - b) <= RTOL * max(1.0, abs(a), abs(b))
+
+
+def _imaginary_unit(gold, pred):
+    """A symbol ``i`` with no other variable, on a side that has it, is the unit."""
+    import sympy
+
+    names = {str(s) for s in gold.free_symbols | pred.free_symbols}
+    if names != {"i"}:
+        return gold, pred
+    swap = {s: sympy.I for s in gold.free_symbols | pred.free_symbols}
+    return gold.subs(swap), pred.subs(swap)
+
+
+def _exact(expr) -> Fraction | None:
+    """A real constant as a rational exact to ``_DIGITS`` digits."""
+    try:
+        value = expr.evalf(_DIGITS)
+        if not value.is_real or not math.isfinite(float(value)):
+            return None
+        return Fraction(str(value))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, AttributeError):
+        return None
+
+
+def _is_decimal(text: str) -> bool:
+    body = text.strip().lstrip("-+")
+    whole, dot, frac = body.partition(".")
+    return bool(dot) and frac.isdigit() and (whole.isdigit() or whole == "") and len(body) < 60
