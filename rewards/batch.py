@@ -15,15 +15,17 @@ A missing answer is incorrect (-1). There is no partial credit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from verimath.rewards.equivalence import check_mode, check_timeout, fast_verdict
-from verimath.rewards.extract import extract_answer
+from verimath.rewards.extract import PATHS, extract_with_path
 from verimath.rewards.overlong import overlong_penalty
 from verimath.rewards.pool import ScoringPool, default_pool
 
-__all__ = ["BatchScores", "ScoringPool", "score_batch", "score_with_pool"]
+__all__ = ["RULES", "BatchScores", "ScoringPool", "score_batch", "score_with_pool"]
+
+RULES = ("no_answer", "fast", "symbolic", "timeout")
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,6 +39,11 @@ class BatchScores:
         reward: (N,) float64, ``correctness + penalty``.
         timed_out: (N,) bool, symbolic verification ran out of time (counted incorrect).
         extracted: list of N extracted answers (None where no answer was found).
+        paths: list of N extraction paths, where each answer was found (``extract.PATHS``:
+            ``tag``, ``a_line``, ``answer_line``, ``box``, ``phrase``, ``last_math``, ``none``).
+        rules: list of N deciding rules (``RULES``): ``no_answer``, ``fast`` (settled in the
+            caller by exact arithmetic and the written rules), ``symbolic`` (math-verify and
+            the numeric probe, in the pool) or ``timeout``.
     """
 
     correct: np.ndarray
@@ -45,9 +52,22 @@ class BatchScores:
     reward: np.ndarray
     timed_out: np.ndarray
     extracted: list[str | None]
+    paths: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.extracted)
+
+    def path_shares(self) -> dict[str, float]:
+        """Share of the batch per extraction path and per deciding rule, as metric keys
+        (``reward/path_box``, ``reward/rule_symbolic``...; every path and rule is present,
+        so the curves of a run stay aligned). Empty for an empty batch."""
+        n = len(self.paths)
+        if n == 0:
+            return {}
+        out = {f"reward/path_{p}": self.paths.count(p) / n for p in PATHS}
+        out.update({f"reward/rule_{r}": self.rules.count(r) / n for r in RULES})
+        return out
 
     @property
     def accuracy(self) -> float:
@@ -113,14 +133,16 @@ def score_with_pool(
 ) -> BatchScores:
     """``score_batch`` on a given pool (``score_batch(..., pool=pool)`` calls this)."""
     golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout)
-    extracted = [extract_answer(text, style=style) for text in responses]
+    found = [extract_with_path(text, style=style) for text in responses]
+    extracted = [answer for answer, _ in found]
     verdicts = _unique_verdicts(pool, extracted, golds, mode=mode, timeout=timeout)
     n = len(extracted)
     correct = np.zeros(n, dtype=bool)
     timed_out = np.zeros(n, dtype=bool)
+    rules = ["no_answer"] * n
     for i, (pred, gold) in enumerate(zip(extracted, golds)):
         if pred is not None:
-            correct[i], timed_out[i] = verdicts[(pred, gold)]
+            correct[i], timed_out[i], rules[i] = verdicts[(pred, gold)]
     correctness = np.where(correct, 1.0, -1.0)
     if lengths is None:
         penalty = np.zeros(n, dtype=np.float64)
@@ -129,12 +151,12 @@ def score_with_pool(
     arrays = (correct, correctness, penalty, correctness + penalty, timed_out)
     for arr in arrays:
         arr.setflags(write=False)
-    return BatchScores(*arrays, extracted=extracted)
+    return BatchScores(*arrays, extracted=extracted, paths=[path for _, path in found], rules=rules)
 
 
 def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float) -> dict:
-    """``(verdict, timed_out)`` for each unique ``(pred, gold)``: fast path here, rest in pool."""
-    verdicts: dict[tuple[str, str], tuple[bool, bool]] = {}
+    """``(verdict, timed_out, rule)`` per unique ``(pred, gold)``: fast path here, rest in pool."""
+    verdicts: dict[tuple[str, str], tuple[bool, bool, str]] = {}
     undecided: dict[tuple[str, str], None] = {}  # ordered set
     for key in zip(extracted, golds):
         if key[0] is None or key in verdicts or key in undecided:
@@ -143,10 +165,11 @@ def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float) -> di
         if fast is None:
             undecided[key] = None
         else:
-            verdicts[key] = (bool(fast), False)
+            verdicts[key] = (bool(fast), False, "fast")
     if undecided:
         pairs = list(undecided)
-        verdicts.update(zip(pairs, pool.verify(pairs, timeout=timeout)))
+        for key, (ok, late) in zip(pairs, pool.verify(pairs, timeout=timeout)):
+            verdicts[key] = (ok, late, "timeout" if late else "symbolic")
     return verdicts
 
 

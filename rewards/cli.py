@@ -2,12 +2,16 @@
 
 Each input line is an object with ``response`` (the model output), ``answer`` (the gold
 answer, a string or a number) and, for the overlong penalty, ``length`` (the response's
-token count). Each output line is the input object plus ``extracted``, ``correct``,
-``timed_out``, ``correctness`` (+1/-1), ``penalty`` and ``reward``. A summary (count,
-accuracy, answers missing, timeouts, mean penalty and reward, speed) follows.
+token count). Each output line is the input object plus ``extracted``, ``path`` (where the
+answer was found), ``rule`` (what decided), ``correct``, ``timed_out``, ``correctness``
+(+1/-1), ``penalty`` and ``reward``. A summary (count, accuracy, answers missing, timeouts,
+mean penalty and reward, speed, shares of paths and rules) follows. ``--explain`` adds an
+``explain`` object per line (``rewards.explain``: both normalized forms, the deciding rule
+in detail, the time taken) and prints each explanation of an incorrect response to stderr.
 
     verimath score --input responses.jsonl --output scored.jsonl
     verimath score --input r.jsonl --output - --max-length 16384 --cache-length 4096
+    verimath score --input r.jsonl --output scored.jsonl --style flexible --explain
 """
 
 from __future__ import annotations
@@ -18,17 +22,22 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+
+from verimath.rewards.equivalence import MODES
+from verimath.rewards.extract import STYLES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, type=Path, help="JSON-lines file to score")
     parser.add_argument("--output", required=True,
                         help="where to write the scored JSON lines ('-' for stdout)")
-    parser.add_argument("--style", default="auto", choices=("auto", "dapo", "boxed", "flexible"),
-                        help="answer extraction: 'Answer:' line then \\boxed{} (auto), or one of "
-                             "them; flexible adds final-answer phrases and the last math (evaluation)")
-    parser.add_argument("--mode", default="symbolic", choices=("symbolic", "integer", "string"),
+    parser.add_argument("--style", default="auto", choices=STYLES,
+                        help="answer extraction: <answer> tag, final 'A:' line, 'Answer:' line, "
+                             "then \\boxed{} (auto), or one of them; flexible adds final-answer "
+                             "phrases and the last math (evaluation)")
+    parser.add_argument("--mode", default="symbolic", choices=MODES,
                         help="equivalence: math-verify fallback, DAPO's strict integers, or strings")
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="seconds per symbolic verification; a timeout scores -1 (default 5)")
@@ -43,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--response-field", default="response", help="field holding the response")
     parser.add_argument("--answer-field", default="answer", help="field holding the gold answer")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--explain", action="store_true",
+                        help="explain each verdict (extraction path, normalized forms, deciding "
+                             "rule, time); slower, for debugging rewards")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -140,13 +152,28 @@ def _score_rows(rows: list[dict], args) -> list[dict]:
             )
             for i, row in enumerate(chunk):
                 out.append({
-                    **row, "extracted": scores.extracted[i], "correct": bool(scores.correct[i]),
+                    **row, "extracted": scores.extracted[i], "path": scores.paths[i],
+                    "rule": scores.rules[i], "correct": bool(scores.correct[i]),
                     "timed_out": bool(scores.timed_out[i]),
                     "correctness": float(scores.correctness[i]),
                     "penalty": float(scores.penalty[i]), "reward": float(scores.reward[i]),
                 })
             bar.update(len(chunk))
+    if args.explain:
+        _explain_rows(out, args)
     return out
+
+
+def _explain_rows(rows: list[dict], args) -> None:
+    """Add ``explain`` to each row; print the explanations of incorrect rows to stderr."""
+    from verimath.rewards.explain import explain
+
+    for index, row in enumerate(rows):
+        found = explain(row[args.response_field], str(row[args.answer_field]), style=args.style,
+                        mode=args.mode, timeout=args.timeout)
+        row["explain"] = found.as_dict()
+        if not found.correct:
+            print(f"row {index + 1}: {found}", file=sys.stderr)
 
 
 def _write_rows(rows: list[dict], output: str) -> None:
@@ -174,6 +201,8 @@ def summarize(rows: list[dict], seconds: float) -> str:
     correct = sum(r["correct"] for r in rows)
     missing = sum(r["extracted"] is None for r in rows)
     timeouts = sum(r["timed_out"] for r in rows)
+    paths = " ".join(f"{k} {v / n:.2f}" for k, v in Counter(r["path"] for r in rows).most_common())
+    rules = " ".join(f"{k} {v / n:.2f}" for k, v in Counter(r["rule"] for r in rows).most_common())
     penalty = sum(r["penalty"] for r in rows) / n
     reward = sum(r["reward"] for r in rows) / n
     return (
@@ -182,5 +211,7 @@ def summarize(rows: list[dict], seconds: float) -> str:
         f"  no answer     {missing}\n"
         f"  timeouts      {timeouts}\n"
         f"  mean penalty  {penalty:.4f}\n"
-        f"  mean reward   {reward:.4f}"
+        f"  mean reward   {reward:.4f}\n"
+        f"  paths         {paths}\n"
+        f"  rules         {rules}"
     )

@@ -83,8 +83,10 @@ __all__ = [
     "brace_frac_args",
     "fast_verdict",
     "looks_like_code",
+    "math_verify_verdict",
     "normalize_answer",
     "symbolic_verdict",
+    "written_rule_verdict",
 ]
 
 MODES = ("symbolic", "integer", "string")
@@ -203,6 +205,17 @@ def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
     return _compare_rationals(p, g)
 
 
+def written_rule_verdict(pred: str, gold: str) -> bool | None:
+    """The verdict of the written rules alone (``rules``), ``None`` when none applies."""
+    pred, gold = align_pair(pred, gold)
+    p, g = normalize_answer(pred), normalize_answer(gold)
+    decided = _written_rules(pred, gold, p, g)
+    a, b = parse_number(p), parse_number(g)
+    if decided is None and a is not None and b is not None and not (a[1] or b[1]) and a != b:
+        decided = decimal_verdict(p, a[0], g, b[0])
+    return decided
+
+
 def _written_rules(pred: str, gold: str, p: str, g: str) -> bool | None:
     """Letter case, value vs equation (``rules``), on the aligned and normalized pair."""
     decided = case_verdict(p, g)
@@ -297,6 +310,17 @@ def looks_like_code(text: str) -> bool:
 
 
 def symbolic_verdict(pred: str, gold: str) -> bool:
+    """math-verify, cross-checked by the numeric probe (``probe.probe_verdict``); see
+    ``_symbolic`` for the guards."""
+    return _symbolic(pred, gold, probe=True)
+
+
+def math_verify_verdict(pred: str, gold: str) -> bool:
+    """``symbolic_verdict`` without the probe: math-verify alone (``explain`` compares)."""
+    return _symbolic(pred, gold, probe=False)
+
+
+def _symbolic(pred: str, gold: str, *, probe: bool) -> bool:
     """math-verify's verdict on ``pred`` against ``gold`` (gold first: not symmetric).
 
     Runs in this process with math-verify's own timeouts disabled (``signal.alarm`` breaks
@@ -322,8 +346,8 @@ def symbolic_verdict(pred: str, gold: str) -> bool:
         from math_verify import verify
 
         verdict = bool(verify(gold_parsed, pred_parsed, timeout_seconds=None))
-        probe = probe_verdict(gold_parsed[0], pred_parsed[0], gold, pred)
-        return verdict if probe is None else probe
+        probed = probe_verdict(gold_parsed[0], pred_parsed[0], gold, pred) if probe else None
+        return verdict if probed is None else probed
     except Exception:
         return False
 

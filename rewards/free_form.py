@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from verimath.rewards.brackets import top_level_indexes
 from verimath.rewards.chunks import math_chunks, tail_chunks
 from verimath.rewards.fast_path import parse_number
 from verimath.rewards.phrases import (
@@ -297,12 +298,4 @@ def _is_plain_value(text: str) -> bool:
 def _top_level_comma(text: str) -> bool:
     """A list comma: outside brackets, and not a thousands separator (``10,000``,
     ``10,\\!000``)."""
-    depth = 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0 and not _THOUSANDS.match(text, i):
-            return True
-    return False
+    return any(not _THOUSANDS.match(text, i) for i in top_level_indexes(text, ","))

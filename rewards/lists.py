@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from verimath.rewards.brackets import closing_index, top_level_split
 from verimath.rewards.notation import matrix_cells
 
 __all__ = ["collection", "compare_collections"]
@@ -71,29 +72,12 @@ _ITEM_NAME = re.compile(r"^[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=(?=[^=]+$)")
 
 def _closes_at_end(text: str) -> bool:
     """Whether the bracket that opens ``text`` closes at its last character."""
-    depth = 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        if depth == 0:
-            return i == len(text) - 1
-    return False
+    return bool(text) and closing_index(text, 0) == len(text) - 1
 
 
 def _top_level_items(text: str) -> list[str] | None:
     """Items of ``text`` split at commas outside brackets; None without such a comma."""
-    items, depth, start = [], 0, 0
-    for i, char in enumerate(text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
+    items = top_level_split(text, ",")
     return items if len(items) > 1 and all(items) else None
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from verimath.rewards.brackets import closing_index
 from verimath.rewards.extract import boxed_answer
 from verimath.rewards.fast_path import parse_number
 from verimath.rewards.plain_math import to_latex
@@ -266,14 +267,7 @@ def _tex_argument(text: str, i: int) -> tuple[str | None, int]:
     while i < len(text) and text[i].isspace():
         i += 1
     if i < len(text) and text[i] == "{":
-        depth = 0
-        for j in range(i, len(text)):
-            if text[j] == "{" and text[j - 1] != "\\":
-                depth += 1
-            elif text[j] == "}" and text[j - 1] != "\\":
-                depth -= 1
-                if depth == 0:
-                    return brace_frac_args(text[i + 1 : j]), j + 1
-        return None, i
+        j = closing_index(text, i, "{", "}", escaped=True)
+        return (None, i) if j is None else (brace_frac_args(text[i + 1 : j]), j + 1)
     token = _TEX_TOKEN.match(text, i)
     return (None, i) if token is None else (token.group(1), token.end())

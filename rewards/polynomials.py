@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from verimath.rewards.brackets import is_balanced
+
 __all__ = ["MAX_DEGREE", "parse_polynomial", "parse_rational", "rationals_equal"]
 
 MAX_DEGREE = 64
@@ -227,9 +229,4 @@ def _as_quotient(value: tuple) -> tuple:
 
 
 def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += (char == "{") - (char == "}")
-        if depth < 0:
-            return False
-    return depth == 0
+    return is_balanced(text, "{", "}")

@@ -6,7 +6,9 @@ import pickle
 import string
 
 import pytest
-from verimath.rewards import compute_score, make_trl_reward
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from verimath.rewards import compute_score, make_trl_reward, score_batch
 from verimath.rewards.adapters import TRLReward, compute_score_batch
 
 COMPLETIONS = ["Let me add.\nAnswer: 4", "I get \\boxed{\\frac{1}{2}}", "no idea", "Answer: 5"]
@@ -147,3 +149,44 @@ def test_one_step_of_a_real_trl_grpo_trainer(tmp_path):
     logs = trainer.state.log_history[0]
     assert logs["rewards/verimath_dapo/mean"] == pytest.approx(sum(out) / len(out))
     assert "verimath/timed_out_frac" in logs
+
+
+ANSWERS = st.integers(-999, 999)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(ANSWERS, ANSWERS, st.sampled_from(["Answer: {}", "\\boxed{{{}}}",
+                                                              "<answer>{}</answer>", "no answer"])),
+                min_size=1, max_size=8))
+def test_adapters_agree_with_score_batch_and_with_each_other(items):
+    texts = [form.format(said) for said, _, form in items]
+    golds = [str(gold) for _, gold, _ in items]
+    expected = score_batch(texts, golds).reward.tolist()
+    assert make_trl_reward()(texts, answer=golds) == expected
+    chats = [[{"role": "user", "content": "Answer: 0"}, {"role": "assistant", "content": t}]
+             for t in texts]
+    assert make_trl_reward()(chats, answer=golds) == expected
+    batch = compute_score_batch(["src"] * len(texts), texts, golds)
+    assert [b["score"] for b in batch] == expected
+    assert batch == [compute_score("src", t, g) for t, g in zip(texts, golds)]
+    assert all(b["acc"] == (b["score"] == 1.0) for b in batch)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ANSWERS, ANSWERS)
+def test_several_attempts_never_earn_more_than_one_answer(gold, other):
+    """The multi-attempt rule: flexible scores a response that offers the gold among other
+    candidates (boxes joined as a list, a hedge, a list) -1, in either order; the strict auto
+    style reads only the last box, so boxing several guesses is worth the last guess alone."""
+    if other == gold:
+        return
+    def score(text, style):
+        return compute_score("src", text, str(gold), style=style)["score"]
+
+    for first, last in ((gold, other), (other, gold)):
+        boxes = f"\\boxed{{{first}}}, \\boxed{{{last}}}"
+        assert score(boxes, "flexible") == -1.0
+        assert score(boxes, "auto") == score(f"\\boxed{{{last}}}", "auto")
+        for text in (f"Answer: {first} or maybe {last}", f"Answer: {first}, {last}"):
+            assert score(text, "flexible") == score(text, "auto") == -1.0
+    assert score(f"Answer: {gold}", "auto") == score(f"Answer: {gold}", "flexible") == 1.0

@@ -42,6 +42,26 @@ def test_scores_a_file_and_prints_a_summary(tmp_path, capsys):
     summary = capsys.readouterr().out
     assert "scored 4 responses" in summary and "accuracy      0.5000 (2/4)" in summary
     assert "timeouts      0" in summary and "mean penalty  -0.3750" in summary
+    assert [r["path"] for r in rows] == ["answer_line", "box", "answer_line", "none"]
+    assert [r["rule"] for r in rows] == ["fast", "fast", "fast", "no_answer"]
+    assert "paths         answer_line 0.50" in summary
+
+
+def test_explain_adds_the_verdicts_reasons(tmp_path, capsys):
+    src = _write(tmp_path / "in.jsonl", [
+        {"response": "<think>3 * 4</think><answer>12</answer>", "answer": "12"},
+        {"response": "So \\boxed{X}", "answer": "x"},
+    ])
+    out = tmp_path / "out.jsonl"
+    code = verimath(["score", "--input", str(src), "--output", str(out), "--style", "flexible",
+                     "--workers", "1", "--no-progress", "--explain"])
+    assert code == 0
+    rows = _read(out)
+    assert [(r["explain"]["path"], r["explain"]["rule"]) for r in rows] == [
+        ("tag", "exact"), ("box", "written_rule")]
+    assert rows[1]["explain"]["gold_normalized"] == "x" and rows[1]["explain"]["reward"] == -1.0
+    err = capsys.readouterr().err
+    assert "row 2: reward -1" in err and "decided by written_rule" in err and "row 1:" not in err
 
 
 def test_example_file_scores_sensibly(tmp_path):
