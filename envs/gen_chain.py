@@ -11,12 +11,13 @@ solution writes one line per operation with the running total, then the answer::
 The solution is kept in ``meta["solution"]`` (read it with `worked_solution`), so a supervised
 warm start can teach the chain and RL can then reward the final answer alone. Running totals
 never go below zero (a ``-`` is drawn only when the total can pay for it), so every line is
-a sum or a difference of non-negative integers. Levels lengthen the chain:
+a sum or a difference of non-negative integers. Levels lengthen the chain; the first three use
+one-digit terms, so that a step is easy and the length is the difficulty:
 
     level  terms  operands   operators  solution length (characters)
     1      3      1..9       +          about 30
-    2      3      10..99     + -        about 40
-    3      4      10..99     + -        about 55
+    2      4      1..9       + -        about 40
+    3      6      1..9       + -        about 60
     4      6      10..99     + -        about 80
     5      8      10..999    + -        about 125
 """
@@ -32,8 +33,8 @@ from verimath.envs.problem import Problem
 # level -> (terms, smallest operand, largest operand, operators)
 CHAIN_LEVELS: dict[int, tuple[int, int, int, tuple[str, ...]]] = {
     1: (3, 1, 9, ("+",)),
-    2: (3, 10, 99, ("+", "-")),
-    3: (4, 10, 99, ("+", "-")),
+    2: (4, 1, 9, ("+", "-")),
+    3: (6, 1, 9, ("+", "-")),
     4: (6, 10, 99, ("+", "-")),
     5: (8, 10, 999, ("+", "-")),
 }
