@@ -55,7 +55,15 @@ import re
 
 from verimath.rewards.chunks import has_prose
 from verimath.rewards.free_form import final_value, last_phrase_segment, pick_answer
-from verimath.rewards.markers import MARK, after_think, answer_tag, final_a_line, refuses
+from verimath.rewards.markers import (
+    MARK,
+    after_think,
+    answer_tag,
+    before_next_question,
+    final_a_line,
+    last_choice,
+    refuses,
+)
 
 __all__ = ["PATHS", "STYLES", "answer_core", "boxed_answer", "extract_answer", "extract_with_path"]
 
@@ -123,6 +131,7 @@ def extract_with_path(text: str, style: str = "auto") -> tuple[str | None, str]:
     body = after_think(text)
     if body is None:
         return None, "none"  # a <think> block that never closed: cut off, no answer
+    body = before_next_question(body)
     tag = answer_tag(body)
     if tag is not None:
         return _with_path(_segment_answer(tag, flexible), "tag")
@@ -152,8 +161,8 @@ def _segment_answer(segment: str, flexible: bool) -> str | None:
         return boxed_answer(segment)
     if flexible and has_prose(segment[:_PROSE_CHECK]):
         picked, refused = pick_answer(segment, anchored=True)
-        return None if refused or picked is None else _clean(picked)
-    return _clean(segment)
+        return None if refused or picked is None else _clean(final_value(picked))
+    return _clean(final_value(segment) if flexible else segment)
 
 
 def _extract_flexible(text: str) -> tuple[str | None, str]:
@@ -175,7 +184,9 @@ def _extract_flexible(text: str) -> tuple[str | None, str]:
             return _with_path(None if picked is None else _clean(final_value(picked)), "phrase")
     if refuses(text):
         return None, "none"  # numbers restated from the question, then a refusal
-    picked, _ = pick_answer(text, anchored=False)
+    picked, refused = pick_answer(text, anchored=False)
+    if picked is None and not refused:
+        return _with_path(last_choice(text), "phrase")  # "The correct option is (B)."
     return _with_path(None if picked is None else _clean(final_value(picked)), "last_math")
 
 

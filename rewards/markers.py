@@ -13,6 +13,12 @@ the box content; an empty tag gives no answer, without falling back to earlier t
 text after ``A:`` is the answer, the label never part of it. Only the last line counts: an
 ``A:`` inside the work (``Case A: x = 3``, a list of options) is not an answer.
 
+A ``Q:`` line after an ``A:`` line ends the response (``before_next_question``): a model
+that answered a few-shot ``Q: ... A: ...`` prompt and went on to invent the next question.
+
+``last_choice``: the letter of a multiple-choice answer stated in words (``The correct
+option is (B).``), the flexible style's last resort when a response has no math.
+
 ``MARK`` finds answer labels read by ``"auto"`` and ``"flexible"``: ``Answer:``,
 ``Final Answer:`` and ``The answer is:`` (the colon is what makes it a label).
 
@@ -26,7 +32,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MARK", "after_think", "answer_tag", "final_a_line", "refuses"]
+__all__ = ["MARK", "after_think", "answer_tag", "before_next_question", "final_a_line",
+           "last_choice", "refuses"]
 
 MARK = re.compile(r"\banswer(?:\s+is)?\s*[:\uff1a]", re.IGNORECASE)
 _ANSWER_OPEN = "<answer>"
@@ -45,6 +52,11 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _REFUSAL_TAIL = 4000  # characters at the end of a response read for a refusal
+_A_START = re.compile(r"^[ \t>#*]*A[ \t*]*[:\uff1a]", re.MULTILINE)
+_Q_START = re.compile(r"^[ \t>#*]*Q[ \t*]*[:\uff1a]", re.MULTILINE)
+_CHOICE = re.compile(
+    r"\b(?:answer|option|choice)\b[^.\n]{0,30}?\(([A-J])\)(?![A-Za-z])", re.IGNORECASE)
+_CHOICE_TAIL = 2000
 
 
 def after_think(text: str) -> str | None:
@@ -79,6 +91,22 @@ def final_a_line(text: str) -> str | None:
         return None
     match = _A_LINE.match(body, start)
     return None if match is None else match.group("rest")
+
+
+def before_next_question(text: str) -> str:
+    """``text`` up to a ``Q:`` line that follows an ``A:`` line: a model that answered a
+    few-shot ``Q: ... A: ...`` prompt and went on to write the next question."""
+    answer = _A_START.search(text)
+    if answer is None:
+        return text
+    question = _Q_START.search(text, answer.end())
+    return text if question is None else text[: question.start()]
+
+
+def last_choice(text: str) -> str | None:
+    """The letter of the last ``answer``/``option``/``choice`` ... ``(C)`` near the end."""
+    letters = [m.group(1) for m in _CHOICE.finditer(text[-_CHOICE_TAIL:])]
+    return letters[-1] if letters else None
 
 
 def refuses(text: str) -> bool:

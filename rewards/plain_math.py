@@ -3,7 +3,8 @@
 Model answers are often written as a calculator would take them: function calls
 (``sqrt(5)``, ``abs(x-1)``, ``exp(2)``, ``log(8)``, ``cos(x)^2``), ``^`` or ``**`` for powers,
 ``*`` for products, ``pi``, implicit products (``2x``, ``3pi``, ``2(x+1)``), relations
-(``<=``, ``>=``, ``!=``) and mixed numbers (``2 1/4`` is nine quarters). ``to_latex`` parses
+(``<=``, ``>=``, ``!=``) and mixed numbers (``2 1/4`` is nine quarters). ``log`` is the
+natural logarithm, as in calculators' ``log`` of programming languages and computer algebra. ``to_latex`` parses
 such text with its own tokenizer and recursive-descent parser and writes the same math in
 LaTeX, which then takes the one symbolic path of every answer (the fast exact path, then
 math-verify's LaTeX parser). Nothing is evaluated: the output is a string built from the
@@ -32,14 +33,14 @@ _MAX_DEPTH = 40
 _TOKEN = re.compile(r"\s*(?:(\d+\.\d*|\.\d+|\d+)|([A-Za-z]+)|(\*\*|<=|>=|!=|==|[-+*/^()|,<>=]))")
 _TRIGGER = re.compile(
     r"\*|\^\s*\(|\b(?:sqrt|cbrt|abs|exp|log|ln|sin|cos|tan|sec|csc|cot|arcsin|arccos|arctan"
-    r"|asin|acos|atan|sinh|cosh|tanh)\b|(?<![A-Za-z])pi\b|[<>!]=|[0-9]\s+[0-9]+\s*/\s*[0-9]"
+    r"|asin|acos|atan|sinh|cosh|tanh)\b|(?<![A-Za-z])(?:pi|oo|inf|infinity)\b|[<>!]=|[0-9]\s+[0-9]+\s*/\s*[0-9]"
 )
 _MIXED = re.compile(r"\s*([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)\s*")
 _FUNCTIONS = {
     "sin": "\\sin", "cos": "\\cos", "tan": "\\tan", "sec": "\\sec", "csc": "\\csc",
     "cot": "\\cot", "arcsin": "\\arcsin", "arccos": "\\arccos", "arctan": "\\arctan",
     "asin": "\\arcsin", "acos": "\\arccos", "atan": "\\arctan", "sinh": "\\sinh",
-    "cosh": "\\cosh", "tanh": "\\tanh", "log": "\\log", "ln": "\\ln",
+    "cosh": "\\cosh", "tanh": "\\tanh", "log": "\\ln", "ln": "\\ln",
 }
 _CONSTANTS = {"pi": "\\pi", "inf": "\\infty", "infinity": "\\infty", "oo": "\\infty"}
 _RELATIONS = {"=": "=", "==": "=", "<": "<", ">": ">", "<=": "\\le", ">=": "\\ge", "!=": "\\ne"}

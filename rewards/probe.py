@@ -7,7 +7,9 @@ inside the functions, so importing ``verimath.rewards`` stays light.
 ``probe_verdict(gold, pred)``:
     * Two expressions: both are evaluated at ``POINTS`` pseudo-random points (a fixed seed:
       the verdict is reproducible) of their free variables. Points where either side is not
-      a finite real number are outside the common real domain and skipped (seven points in
+      a finite real number, or where a square root of a negative or the log of a
+      non-positive number is taken on the way (``\\sqrt{x}\\sqrt{y}`` is ``\\sqrt{xy}`` in the
+      reals), are outside the common real domain and skipped (seven points in
       ten are positive, so that domains such as ``\\ln a + \\ln b`` get enough of them). At least
       ``MIN_POINTS`` points in the domain, all agreeing (relative error under ``RTOL``):
       equal; one point disagreeing: unequal. Identities that math-verify's simplification
@@ -64,6 +66,7 @@ def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "") -> bool 
         value = _exact(gold)
         return None if value is None else value == Fraction(pred_text.strip())
     gold, pred = _imaginary_unit(gold, pred)
+    gold, pred = _real_odd_roots(gold), _real_odd_roots(pred)
     points = _values(gold - pred, gold, pred)
     if points is None:
         return None
@@ -114,13 +117,58 @@ def _values(joint, left, right) -> list[tuple[complex, complex]] | None:
         return None if None in pair else [pair]
     rng = random.Random(7)
     out = []
+    guards = _domain_guards(left) + _domain_guards(right)
     for _ in range(POINTS):
         subs = {s: _sample(rng) for s in symbols}
+        if not all(_positive(g, strict, subs) for g, strict in guards):
+            continue  # a square root of a negative or a log of a non-positive on the way
         a, b = _number(left, subs), _number(right, subs)
         if a is None or b is None or abs(a.imag) > 1e-12 or abs(b.imag) > 1e-12:
             continue  # outside the common real domain
         out.append((complex(a.real), complex(b.real)))
     return out or None
+
+
+def _domain_guards(expr) -> list[tuple[object, bool]]:
+    """``(e, strict)`` for each sub-expression that must be positive (``strict``) or
+    non-negative in the reals: the radicand of an even root, the argument of a log."""
+    import sympy
+
+    out = []
+    for node in sympy.preorder_traversal(expr):
+        if isinstance(node, sympy.Pow) and node.base.free_symbols:
+            exp = node.exp
+            if exp.is_Rational and not exp.is_integer and exp.q % 2 == 0:
+                out.append((node.base, False))
+        elif isinstance(node, sympy.log) and node.args[0].free_symbols:
+            out.append((node.args[0], True))
+        if len(out) > 16:
+            break
+    return out
+
+
+def _positive(expr, strict: bool, subs) -> bool:
+    value = _number(expr, subs)
+    if value is None or abs(value.imag) > 1e-12:
+        return False
+    return value.real > 0 if strict else value.real >= 0
+
+
+def _real_odd_roots(expr):
+    """Odd roots of negative constants taken real (``\\sqrt[3]{-8}`` is -2, as in the
+    reals), not as sympy's principal complex root."""
+    import sympy
+
+    def odd_root(node) -> bool:
+        exp = node.exp
+        return (exp.is_Rational and not exp.is_integer and exp.q % 2 == 1
+                and node.base.is_number and node.base.is_negative)
+
+    try:
+        return expr.replace(lambda n: isinstance(n, sympy.Pow) and odd_root(n),
+                            lambda n: -((-n.base) ** n.exp) if n.exp.p % 2 else (-n.base) ** n.exp)
+    except Exception:  # a replacement sympy cannot make leaves the expression as it is
+        return expr
 
 
 def _sample(rng: random.Random):

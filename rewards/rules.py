@@ -3,7 +3,8 @@ decimals vs exact numbers. Pure functions on normalized answers (``normalize_ans
 
 Letter case:
     * a choice letter (a gold that is one letter ``A``-``J``, optionally in parentheses)
-      matches the same letter in either case (``c``, ``(C)``);
+      matches the same letter in either case (``c``, ``(C)``), and nothing more (``(C)
+      parabola`` is not ``(C)``);
     * words (answers of letters only, two or more, such as ``Yes``, ``Monday``, ``even``)
       are compared case-insensitively;
     * in math, case is meaning: ``X`` is not ``x``, ``2X + 1`` is not ``2x + 1``; a pair

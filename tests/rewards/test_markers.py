@@ -79,3 +79,15 @@ def test_marker_helpers():
     assert answer_tag("<answer>1") is None
     assert final_a_line("work\nA: 71\n\n") == "71" and final_a_line("A: 1\nmore") is None
     assert not refuses("She can't buy more than 5 pens, so she buys 5.")
+
+
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("Q: 5 + 66?\nA: 5 + 66 = 71.\nA: 71\n\nQ: Tom has 5 apples and eats 2.", "71"),
+        ("A: 3 + 4 = 7", "7"),
+        ("Comparing them, the correct option is (B).", "B"),
+    ],
+)
+def test_few_shot_continuations_results_and_worded_choices(text, answer):
+    assert extract_answer(text, style="flexible") == answer

@@ -98,3 +98,14 @@ def test_a_decimal_gold_accepts_the_exact_value_it_rounds(value, k):
 )
 def test_identities_relations_and_numbers(pred, gold, expected):
     assert is_equivalent(pred, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("\\sqrt[3]{-8}", "-2", True), ("\\sqrt{x}\\sqrt{y}", "\\sqrt{xy}", True),
+        ("\\sqrt{(x-1)^2}", "x-1", False), ("log(x)", "\\ln x", True), ("\\infty", "oo", True),
+    ],
+)
+def test_real_domain_roots_and_plain_logs(pred, gold, expected):
+    assert is_equivalent(pred, gold) is expected
