@@ -9,8 +9,14 @@ a local transformers causal LM (no download: pass a directory that holds the wei
     python examples/custom_loop.py --model /path/to/Qwen2.5-0.5B-Instruct --episodes 8
     python examples/custom_loop.py --group 4x8                   # one P x G batch, as trainers do
     python examples/custom_loop.py --model runs/tiny-.../checkpoints/step_00000100/model \\
-        --level 2 --template "{prompt}\\n" --max-new-tokens 16     # a `verimath train` checkpoint
+        --level 2 --skip-containing "*" "-" --template "{prompt}\\n" --max-new-tokens 16
     python examples/custom_loop.py --env verimath/Dataset-v0 --path math500.jsonl  # prepared data
+
+The last command evaluates a `verimath train` tiny checkpoint on what it was trained on: the
+tiny preset keeps only the two-digit additions of Arithmetic level 2 (its
+``data.skip_containing``), and ``--skip-containing "*" "-"`` does the same here. Without it the
+level's subtractions and multiplications, which the model never saw, are drawn as well and its
+accuracy drops accordingly.
 
 In retry mode (``--attempts K``) the env's observation after a wrong answer is the feedback
 alone; the loop keeps the conversation and hands the policy the whole transcript.
@@ -24,7 +30,8 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
-from verimath.envs import Response, make_group_env  # importing verimath.envs registers ids
+from verimath.envs import MathEnv, Response, make_group_env  # registers the env ids
+from verimath.envs.generators import get_generator
 
 Policy = Callable[[str], str]
 
@@ -96,6 +103,20 @@ def run_group(env_id: str, policy: Policy, num_problems: int, group_size: int,
     return reward.reshape(num_problems, group_size)
 
 
+def skipping(family: str, texts) -> Callable:
+    """A ``(rng, level) -> Problem`` generator of ``family`` that redraws any problem whose
+    prompt contains one of ``texts`` (as the trainer's ``data.skip_containing`` does)."""
+    generator = get_generator(family)
+
+    def draw(rng, level):
+        while True:
+            problem = generator(rng, level)
+            if not any(text in problem.prompt for text in texts):
+                return problem
+
+    return draw
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="verimath/Arithmetic-v0")
@@ -107,6 +128,9 @@ def main() -> None:
     parser.add_argument("--model", help="local directory of a transformers causal LM")
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--group", help="PxG: run one group batch instead (e.g. 4x8)")
+    parser.add_argument("--skip-containing", nargs="+", default=(), metavar="TEXT",
+                        help="draw no generator problem whose prompt contains one of these "
+                             '(a tiny-preset checkpoint: "*" "-", the additions it trained on)')
     parser.add_argument("--template", default="dapo",
                         help='prompt template: dapo, boxed, raw or a string with {prompt} '
                              '(a `verimath train` tiny checkpoint wants "{prompt}\\n")')
@@ -120,7 +144,12 @@ def main() -> None:
         p, g = (int(x) for x in args.group.lower().split("x"))
         print(run_group(args.env, policy, p, g, **source))
         return
-    env = gym.make(args.env, max_attempts=args.attempts, **source)
+    if args.skip_containing:  # the same generator family, some prompts redrawn
+        family = args.env.split("/")[-1].rsplit("-v", 1)[0]
+        env = MathEnv(generator=skipping(family, args.skip_containing), level=args.level,
+                      template=template, max_attempts=args.attempts)
+    else:
+        env = gym.make(args.env, max_attempts=args.attempts, **source)
     accuracy = run_episodes(env, policy, args.episodes, args.seed)
     env.close()
     print(f"accuracy: {accuracy:.2f} over {args.episodes} episodes")

@@ -23,6 +23,8 @@ def shared_data() -> Path:
     """The directory of real datasets (gsm8k/, math500/, aime24/, aime25/, dapo_math_17k/)."""
     if not (DATA_DIR / "gsm8k").is_dir():
         pytest.skip(
-            f"real datasets not found at {DATA_DIR}; set VERIMATH_DATA_DIR to a copy of shared/data"
+            f"real datasets not found at {DATA_DIR} (no gsm8k/); set VERIMATH_DATA_DIR to a "
+            "directory of the raw files (gsm8k/, math500/, aime24/, aime25/, dapo_math_17k/; "
+            "the README's 'Preparing datasets' section says where to get each one)"
         )
     return DATA_DIR

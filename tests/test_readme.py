@@ -41,6 +41,8 @@ FAST = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2"
         "algo.mini_batch_prompts=2", "algo.max_gen_rounds=1", "algo.dynamic_sampling=false",
         "eval.num_problems=8", "eval.k=1", "logging.progress=false", "logging.plot=false",
         "optim.steps=1"]
+FINISHED = (0, 3)
+"""Exit codes of a FAST run that finished: 3 when its untrained model got nothing right."""
 
 
 def bash_commands(text: str) -> list[list[str]]:
@@ -165,7 +167,7 @@ def _make_runs(paths: list[Path], main) -> None:
     for path in paths:
         run = path.parents[1] if path.parent.name == "checkpoints" else path
         if not run.exists():
-            assert main(["train", "--output-dir", str(run), *FAST]) == 0
+            assert main(["train", "--output-dir", str(run), *FAST]) in FINISHED
         if path != run and not path.exists():  # a later step of the same run, for the example
             shutil.copytree(run / "checkpoints" / "step_00000001", path)
 
@@ -193,13 +195,14 @@ def test_every_readme_command_runs_as_shown(workdir, capsys):
             assert main(command[1:]) == 0, (command, capsys.readouterr().err)
             continue
         if "--resume" in argv and not Path(argv[argv.index("--resume") + 1]).exists():
-            assert main(["train", "--output-dir", argv[argv.index("--resume") + 1], *FAST]) == 0
+            assert main(["train", "--output-dir", argv[argv.index("--resume") + 1],
+                         *FAST]) in FINISHED
         _check_as_written(argv)
         if "--nproc" in argv:  # one process here; torchrun is run in test_distributed.py
             at = argv.index("--nproc")
             argv = argv[:at] + argv[at + 2:]
         fast = ["optim.steps=2"] if "--resume" in argv else FAST
-        assert main(["train", *argv, *fast]) == 0, (command, capsys.readouterr().err)
+        assert main(["train", *argv, *fast]) in FINISHED, (command, capsys.readouterr().err)
     for command in ablate:  # planned as written (options, config, runs); an ablation is hours
         assert main([*command[1:], "--dry-run"]) == 0, (command, capsys.readouterr().err)
     _make_runs(_runs_named(read_runs), main)

@@ -50,6 +50,8 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     if origin is tuple:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]
+            if isinstance(value, str) and args[0] is str:  # one name: a list of one
+                value = [value]
             if not isinstance(value, (list, tuple)):
                 raise ValueError(f"{where}: expected a list, got {value!r}")
             return tuple(_coerce(v, args[0], where) for v in value)

@@ -11,6 +11,8 @@ axis, so runs that spend generation differently (dynamic sampling) compare at eq
 accuracy, reward, length, entropy, clip fractions and the kept-group fraction
 ``sampling/kept_frac = sampling/kept_groups / sampling/generated_groups`` (derived here).
 The PNG is drawn with matplotlib's Agg canvas (no display needed). Errors exit with code 2.
+Without ``--output`` it is ``curves-<x>.png`` beside the runs: in the run directory for one run
+(next to the trainer's own ``learning_curve.png``), else in the directory holding them all.
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ DEFAULT_KEYS = ("eval/avg@*", "eval/greedy", "reward/accuracy", "reward/kept_mea
 X_AXES = {"step": "RL step", "generated_tokens": "generated tokens (cumulative)"}
 
 
+def default_output(metrics_paths: list[Path], x: str) -> Path:
+    """``curves-<x>.png`` in the run directory of one run, else in the runs' common parent."""
+    import os
+
+    run_dirs = [Path(p).resolve().parent for p in metrics_paths]
+    folder = run_dirs[0] if len(set(run_dirs)) == 1 else \
+        Path(os.path.commonpath([str(d) for d in run_dirs]))
+    return folder / f"curves-{x}.png"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
                         help="training run directories (or metrics.jsonl files)")
@@ -35,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keys", nargs="+", default=None, metavar="KEY",
                         help="metrics to draw, names or patterns such as 'clip/*' "
                              "(default: accuracy, reward, length, entropy, clips, kept groups)")
-    parser.add_argument("--output", default="learning_curves.png", metavar="FILE",
-                        help="PNG file to write (default: learning_curves.png)")
+    parser.add_argument("--output", default=None, metavar="FILE",
+                        help="PNG file to write (default: curves-<x>.png in the run directory, "
+                             "or in the directory that holds all the runs)")
     parser.add_argument("--title", default=None)
 
 
@@ -144,7 +157,8 @@ def main(args: argparse.Namespace) -> int:
         if args.x == "generated_tokens" and not any(
                 "compute/generated_tokens" in s for s in runs.values()):
             raise ValueError("--x generated_tokens: no run logs compute/generated_tokens")
-        out = plot_runs(runs, keys, Path(args.output), x=args.x, title=args.title)
+        output = Path(args.output) if args.output else default_output(paths, args.x)
+        out = plot_runs(runs, keys, output, x=args.x, title=args.title)
     except ValueError as exc:
         print(f"verimath plot: error: {exc}", file=sys.stderr)
         return 2

@@ -20,7 +20,8 @@ checkpoint directory and continues from the checkpoint's step with the checkpoin
 :data:`~verimath.trainer.config_io.SAFE_ON_RESUME` need ``--allow-config-change``. The run
 directory's ``config.yaml`` is rewritten with that config once the checkpoint has loaded.
 Errors in settings, files or checkpoints exit with code 2 and a message naming the setting
-or file; Ctrl-C exits with 130 and names the checkpoint to resume from; SIGTERM finishes
+or file; a run that finished without training on anything (every group all right or all
+wrong) exits with 3 and says why; Ctrl-C exits with 130 and names the checkpoint to resume from; SIGTERM finishes
 the current step, saves a checkpoint and exits with 0 and the resume command.
 """
 
@@ -35,6 +36,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints")
+TRAINED_NOTHING = 3
+"""Exit code of a run that finished (summary and checkpoint written) but whose steps had no
+group to learn from, so the model is the one RL started with."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +106,13 @@ def _resolve_resume(args: argparse.Namespace, echo):
         yaml_value,
     )
 
-    resume = resolve_checkpoint(args.resume)
+    try:
+        resume = resolve_checkpoint(args.resume)
+    except FileNotFoundError:
+        restart = _unstarted_run(args, echo)
+        if restart is None:
+            raise
+        return restart
     meta = load_checkpoint(resume, restore_rng=False)
     saved = config_from_dict(meta["config"], source=f"checkpoint {resume}")
     if args.config is None:
@@ -120,7 +130,46 @@ def _resolve_resume(args: argparse.Namespace, echo):
             "would mix two experiments; start a new run for them (drop --resume), or pass "
             "--allow-config-change to continue this one with them")
     run_dir = Path(args.output_dir) if args.output_dir else resume.parent.parent
+    saved_ranks, ranks = checkpoint_ranks(resume), args.nproc or int(os.environ.get("WORLD_SIZE", 1))
+    if saved_ranks != ranks:
+        echo(f"{resume} was written by {saved_ranks} process{'es' * (saved_ranks > 1)} and "
+             f"resumes on {ranks}: the model and optimizer reshard, but the problem streams "
+             "and sampling RNGs do not continue as they would have (pass "
+             f"--nproc {saved_ranks} to continue the run exactly)")
     return config, run_dir, resume
+
+
+def checkpoint_ranks(checkpoint: Path) -> int:
+    """How many processes wrote ``checkpoint`` (its manifest's ``ranks``; 1 when absent)."""
+    import json
+
+    from verimath.trainer.checkpoint.files import MANIFEST
+
+    try:
+        return int(json.loads((Path(checkpoint) / MANIFEST).read_text()).get("ranks", 1))
+    except (OSError, ValueError, AttributeError):
+        return 1
+
+
+def _unstarted_run(args: argparse.Namespace, echo):
+    """``--resume DIR`` of a run stopped before its first checkpoint (e.g. Ctrl-C during the
+    warm start): ``(config, DIR, None)`` to start it again from its ``config.yaml``, with
+    ``args.restart`` set so that its leftovers are cleared; None when DIR is no such run."""
+    from verimath.trainer.checkpoint.files import latest_checkpoint
+    from verimath.trainer.config_io import load_config
+
+    run_dir = Path(args.resume)
+    saved = run_dir / "config.yaml"
+    if not saved.is_file() or latest_checkpoint(run_dir / "checkpoints") is not None:
+        return None
+    if args.output_dir and Path(args.output_dir).resolve() != run_dir.resolve():
+        raise ValueError(f"--resume {run_dir}: the run has no checkpoint to continue from; "
+                         "start a new run in --output-dir without --resume")
+    config = load_config(args.config or str(saved), args.overrides)
+    echo(f"{run_dir} stopped before its first checkpoint: starting it again from step 0 with "
+         "its config.yaml")
+    args.restart = True
+    return config, run_dir, None
 
 
 def _stderr(message: str) -> None:
@@ -155,10 +204,10 @@ def check_run_dir(run_dir: Path, *, resume: Path | None, overwrite: bool) -> Non
 def check_paths(config) -> None:
     """Fail early, naming the setting, when a path the run needs is missing or unreadable
     (a problems file is read through once, so a bad row is reported before any work)."""
-    model_path = config.model.path
-    if model_path is not None and not (Path(model_path) / "config.json").is_file():
-        raise ValueError(f"model.path={model_path!r} is not a Hugging Face model directory (no "
-                         "config.json); verimath never downloads models: pass a local directory")
+    if config.model.path is not None:  # a directory, or a hub id fetched into the cache now
+        from verimath.trainer.model.hub import resolve_model_dir
+
+        resolve_model_dir(config.model.path)
     from verimath.envs.problem import iter_problems
 
     for key in ("train_file", "heldout_file"):
@@ -187,9 +236,10 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
         print("\n".join(f"{name:<{width}}  {purpose}" for name, purpose in presets.items()))
         return 0
     main_rank = comm is None or comm.is_main
+    speaks = main_rank and not (comm is not None and launched_by_verimath())
     error = None
     try:
-        config, run_dir, resume = resolve_config(args, echo=None if main_rank else _silent)
+        config, run_dir, resume = resolve_config(args, echo=None if speaks else _silent)
         if args.print_config:
             print(_documented_config(config, args), end="")
             return 0
@@ -200,7 +250,12 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
             return 0
         if main_rank:  # rank 0 checks for all (the others would see its new directory)
             check_paths(config)  # before anything is created on disk
-            check_run_dir(run_dir, resume=resume, overwrite=args.overwrite)
+            check_run_dir(run_dir, resume=resume, overwrite=_replaces(args))
+            from verimath.trainer.model.context import check_config_context
+            from verimath.trainer.run.guard import check_not_in_use
+
+            check_not_in_use(run_dir)
+            check_config_context(config)  # prompt + max_new_tokens within the positions
     except (ValueError, OSError) as exc:
         error = exc
     if comm is not None and comm.enabled:  # every rank stops, or none does
@@ -213,7 +268,22 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
         return 2
     if args.nproc and args.nproc > 1 and comm is None:
         return launch(args, run_dir)
-    return _train(config, run_dir, resume, overwrite=args.overwrite, comm=comm)
+    return _train(config, run_dir, resume, overwrite=_replaces(args), comm=comm,
+                  nproc=comm.world if comm is not None else 1, speaks=speaks,
+                  restart=getattr(args, "restart", False))
+
+
+def _replaces(args: argparse.Namespace) -> bool:
+    """Whether the run directory's contents are deleted first: --overwrite, or the restart
+    of a run that stopped before its first checkpoint."""
+    return bool(args.overwrite or getattr(args, "restart", False))
+
+
+def launched_by_verimath() -> bool:
+    """True in a rank started by ``verimath train --nproc N`` (the launcher speaks for it)."""
+    from verimath.trainer.run.guard import LAUNCHER_ENV
+
+    return bool(os.environ.get(LAUNCHER_ENV))
 
 
 def launch(args: argparse.Namespace, run_dir: Path) -> int:
@@ -224,11 +294,20 @@ def launch(args: argparse.Namespace, run_dir: Path) -> int:
             *(["--allow-config-change"] if args.allow_config_change else []), *args.overrides]
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
                str(args.nproc), "--standalone", "-m", "verimath.trainer.train", *argv]
+    from verimath.trainer.run.guard import LAUNCHER_ENV, die_with_parent
+
     _stderr(f"launching {args.nproc} processes: {' '.join(command[2:])}")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHER_ENV: str(os.getpid())}
+    process = subprocess.Popen(command, env=env, preexec_fn=die_with_parent)  # noqa: PLW1509
     try:
-        return subprocess.call(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    except KeyboardInterrupt:
-        print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
+        return process.wait()
+    except KeyboardInterrupt:  # the ranks got it too: let them stop, then speak once for them
+        try:
+            process.wait(timeout=60)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            process.kill()
+        print(f"\nverimath train: {interrupted_message(run_dir, nproc=args.nproc)}",
+              file=sys.stderr)
         return 130
 
 
@@ -258,7 +337,8 @@ def _documented_config(config, args: argparse.Namespace) -> str:
     return config_to_commented_yaml(config, header)
 
 
-def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=None) -> int:
+def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=None,
+           nproc: int = 1, speaks: bool = True, restart: bool = False) -> int:
     from verimath.trainer.run.loop import Stopped, train
     from verimath.trainer.run.setup import open_state
 
@@ -266,44 +346,89 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+    from verimath.trainer.run.guard import RunDirInUse, RunLock
+
     main_rank = comm is None or comm.is_main
     say = _stderr if main_rank else _silent
+    created = main_rank and not run_dir.exists()
+    lock = RunLock(run_dir)
     try:
-        if overwrite and run_dir.exists() and main_rank:
-            say(f"--overwrite: deleting the run in {run_dir}")
-            shutil.rmtree(run_dir)
+        if main_rank:  # one live process per run directory, from here to the end
+            run_dir.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        if overwrite and main_rank:
+            say(f"deleting what the interrupted run left in {run_dir}" if restart else
+                f"--overwrite: deleting the run in {run_dir}")
+            clear_dir(run_dir)
         say(f"run directory {run_dir}")
         state = open_state(config, run_dir, resume=resume, comm=comm)
     except (ValueError, FileNotFoundError) as exc:  # bad model dir, data file, checkpoint
         say(f"error: {exc}")
+        lock.release()
+        if created and not isinstance(exc, RunDirInUse) and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # a user error leaves no directory behind
         return 2
     except KeyboardInterrupt:  # during the warm start or the first evaluation
-        if main_rank:
-            print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
+        lock.release()
+        if speaks:
+            print(f"\nverimath train: {interrupted_message(run_dir, nproc=nproc)}",
+                  file=sys.stderr)
         return 130
-    with state:
-        try:
-            train(state)
-        except Stopped as stop:  # SIGTERM, or too many NaN updates: a checkpoint was saved
-            say(str(stop))
-            return stop.exit_code
-        except KeyboardInterrupt:  # Ctrl-C: the checkpoints on disk are complete, say which
-            if main_rank:
-                print(f"\nverimath train: {interrupted_message(run_dir)}", file=sys.stderr)
-            return 130
-    return 0
+    try:
+        with state:
+            summary = train(state)
+    except Stopped as stop:  # SIGTERM, or too many NaN updates: a checkpoint was saved
+        say(str(stop))
+        return stop.exit_code
+    except KeyboardInterrupt:  # Ctrl-C: the checkpoints on disk are complete, say which
+        if speaks:
+            print(f"\nverimath train: {interrupted_message(run_dir, nproc=nproc)}",
+                  file=sys.stderr)
+        return 130
+    finally:
+        lock.release()
+    return 0 if trained_something(summary, say) else TRAINED_NOTHING
 
 
-def interrupted_message(run_dir: Path) -> str:
-    """What an interrupted run left: its latest complete checkpoint and how to continue."""
+def trained_something(summary: dict, say) -> bool:
+    """False (and says why) when RL steps ran in this session and none had a group to
+    learn from (``train``'s ``trained_nothing``)."""
+    if not summary.get("trained_nothing"):
+        return True
+    say("error: the run trained on nothing: in every step each group was all right or all "
+        "wrong, so no response had an advantage and the model is the one RL started with "
+        f"(the warning above names the likely cause); exit code {TRAINED_NOTHING}")
+    return False
+
+
+def clear_dir(run_dir: Path) -> None:
+    """Delete what ``run_dir`` holds, keeping the directory (and the lock held on it)."""
+    for child in Path(run_dir).iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def interrupted_message(run_dir: Path, *, nproc: int = 1) -> str:
+    """What an interrupted run left: its latest complete checkpoint and how to continue
+    (on ``nproc`` processes)."""
     from verimath.trainer.checkpoint.files import latest_checkpoint
 
+    command = resume_command(run_dir, nproc)
     latest = latest_checkpoint(Path(run_dir) / "checkpoints")
     if latest is None:
-        return (f"interrupted before the first checkpoint; nothing to resume in {run_dir} "
-                "(lower logging.save_every to checkpoint more often)")
+        return (f"interrupted before the first checkpoint; `{command}` starts the run again "
+                "from step 0 with its config.yaml (lower logging.save_every to checkpoint "
+                "more often)")
     return (f"interrupted; the latest complete checkpoint is {latest} (metrics.jsonl lines after "
-            f"it are replaced on resume); continue with: verimath train --resume {run_dir}")
+            f"it are replaced on resume); continue with: {command}")
+
+
+def resume_command(run_dir: Path, nproc: int = 1) -> str:
+    """``verimath train [--nproc N] --resume DIR``: the same number of processes continues
+    the run exactly."""
+    return f"verimath train {f'--nproc {nproc} ' if nproc > 1 else ''}--resume {run_dir}"
 
 
 def __getattr__(name: str):
@@ -325,6 +450,9 @@ def run_torch_process(argv: list[str] | None = None) -> int:
                                      description="verimath train, as one torchrun process")
     add_arguments(parser)
     args = parser.parse_intermixed_args(argv)
+    from verimath.trainer.run.guard import watch_parent
+
+    watch_parent()  # this rank ends at once when torchrun or the launcher is gone
     comm = init_distributed()
     try:
         return main(args, comm=comm)

@@ -27,6 +27,13 @@ def test_custom_loop_calculator_solves_level_one():
     assert example.run_episodes(retry, example.calculator_policy, episodes=3, seed=0) < 1.0
 
 
+def test_custom_loop_can_draw_what_the_tiny_preset_trains_on():
+    example = load("examples/custom_loop.py")
+    draw, rng = example.skipping("Arithmetic", ["*", "-"]), np.random.default_rng(0)
+    prompts = [draw(rng, 2).prompt for _ in range(50)]
+    assert all(" + " in p and "*" not in p and "-" not in p for p in prompts)
+
+
 def test_custom_loop_retry_mode_keeps_the_conversation():
     example = load("examples/custom_loop.py")
     seen = []

@@ -217,11 +217,36 @@ floats = st.floats(0.0, 0.99, allow_nan=False)
 
 @given(eps_low=floats, eps_high=st.floats(0.0, 5.0, allow_nan=False), higher=st.booleans())
 def test_clip_range_property(eps_low, eps_high, higher):
-    c = config_from_dict({"algo": {"eps_low": eps_low, "eps_high": eps_high,
-                                   "clip_higher": higher}})
-    low, high = c.algo.clip_range
+    settings = {"algo": {"eps_low": eps_low, "eps_high": eps_high, "clip_higher": higher}}
+    if higher and eps_high < eps_low:  # an inverted range is refused, naming both numbers
+        with pytest.raises(ValueError, match=rf"algo.eps_high \({eps_high}\) is below "
+                                             rf"algo.eps_low \({eps_low}\)"):
+            config_from_dict(settings)
+        return
+    low, high = config_from_dict(settings).algo.clip_range
     assert low == eps_low
     assert high == (eps_high if higher else eps_low)
+
+
+@given(length=st.integers(2, 64), new_tokens=st.integers(1, 64))
+def test_vllm_max_model_len_must_hold_the_response(length, new_tokens):
+    settings = {"rollout": {"vllm_max_model_len": length, "max_new_tokens": new_tokens},
+                "reward": {"overlong_punishment": False}}
+    if length > new_tokens:
+        assert config_from_dict(settings).rollout.vllm_max_model_len == length
+    else:
+        with pytest.raises(ValueError, match=f"vllm_max_model_len \\({length}\\) must exceed "
+                                             f"rollout.max_new_tokens \\({new_tokens}\\)"):
+            config_from_dict(settings)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("tensorboard", ("tensorboard",)), ("[jsonl, tensorboard]", ("jsonl", "tensorboard"))])
+def test_a_single_backend_name_is_a_list_of_one(value, expected):
+    assert apply_overrides(TrainConfig(), [f"logging.backends={value}"]).logging.backends == \
+        expected
+    assert apply_overrides(TrainConfig(), ["data.skip_containing='*'"]).data.skip_containing == \
+        ("*",)
 
 
 @given(value=st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False,

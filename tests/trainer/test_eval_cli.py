@@ -186,3 +186,42 @@ def test_other_settings_in_the_output_directory_exit_2(model_dir, problems_file,
     assert verimath(args) == 2
     assert "other settings (seed: 0 -> 1)" in capsys.readouterr().err
     assert (uninterrupted / "samples.jsonl").read_text() == before
+
+
+@pytest.mark.slow
+def test_eval_of_a_run_equals_the_trainers_heldout_evaluation(model_dir, problems_file, tmp_path):
+    """From a run, ``verimath eval`` samples with the run's eval.seed, so its avg@4 is the
+    trainer's ``evaluate`` on the same weights and problems (whatever the batch size), and
+    its results land inside the run."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from verimath.envs import read_problems
+    from verimath.trainer.checkpoint.files import save_checkpoint
+    from verimath.trainer.config_io import load_config
+    from verimath.trainer.evaluation.evaluate import evaluate
+    from verimath.trainer.model.policy import load_tokenizer
+    from verimath.trainer.rollout.engine import HFRolloutEngine
+
+    config = load_config("tiny", [f"model.prompt_template={json.dumps(TEMPLATE)}",
+                                  "model.use_chat_template=false", "rollout.max_new_tokens=12",
+                                  "reward.overlong_buffer=2", "reward.answer_style=dapo",
+                                  "reward.mode=integer", "eval.seed=77", "eval.k=4",
+                                  f"data.heldout_file={problems_file}"])
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(model_dir), load_tokenizer(model_dir)
+    run = tmp_path / "run"
+    save_checkpoint(run / "checkpoints", model=model, tokenizer=tokenizer,
+                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1), step=3,
+                    config=config.to_dict())
+    assert verimath(["eval", "--model", str(run), "--data", str(problems_file), "--k", "4",
+                     "--top-p", "1.0", "--batch-size", "8", "--no-progress"]) == 0
+    output = run / "eval" / "step_00000003-problems-aime-avg32"
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["settings"]["seed"] == 77
+    with HFRolloutEngine(model, tokenizer) as engine:
+        trainer = evaluate(engine, tokenizer, read_problems(problems_file), k=4, temperature=1.0,
+                           top_p=1.0, max_new_tokens=12, template=TEMPLATE,
+                           use_chat_template=False, answer_style="dapo", mode="integer",
+                           seed=77, batch_size=256)
+    overall = summary["overall"]
+    assert 0 < trainer["eval/avg@4"] < 1
+    assert overall["avg@4"] == pytest.approx(trainer["eval/avg@4"])

@@ -12,7 +12,7 @@ import pytest
 import torch
 from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint, save_checkpoint
 from verimath.trainer.config_io import load_config
-from verimath.trainer.train import add_arguments, interrupted_message
+from verimath.trainer.train import TRAINED_NOTHING, add_arguments, interrupted_message
 from verimath.trainer.train import main as train_main
 
 # A run that takes about a second: tiny model, no warm start, no evaluation.
@@ -22,6 +22,10 @@ QUICK = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2
          "algo.mini_batch_prompts=2", "algo.max_gen_rounds=1", "algo.dynamic_sampling=false",
          "eval.num_problems=0", "logging.progress=false", "logging.plot=false",
          "logging.save_every=1"]
+
+
+FINISHED = (0, TRAINED_NOTHING)
+"""A QUICK run finishes; its untrained model may well get every answer wrong (exit code 3)."""
 
 
 def _cli(argv: list[str]) -> int:
@@ -132,13 +136,13 @@ def test_a_directory_as_a_problems_file_is_named_as_such(tmp_path, capsys):
 def finished_run(tmp_path_factory):
     """A one-step run made by the command line (one checkpoint, step_00000001)."""
     run_dir = tmp_path_factory.mktemp("quick") / "run"
-    assert _cli(["--output-dir", str(run_dir), *QUICK, "optim.steps=1"]) == 0
+    assert _cli(["--output-dir", str(run_dir), *QUICK, "optim.steps=1"]) in FINISHED
     return run_dir
 
 
 def test_resume_records_the_effective_config(finished_run, tmp_path):
     out = tmp_path / "continued"
-    assert _cli(["--resume", str(finished_run), "--output-dir", str(out), "optim.steps=2"]) == 0
+    assert _cli(["--resume", str(finished_run), "--output-dir", str(out), "optim.steps=2"]) in FINISHED
     assert load_config(str(out / "config.yaml")).optim.steps == 2
     assert [json.loads(line)["step"] for line in open(out / "metrics.jsonl")] == [2]
     assert load_config(str(finished_run / "config.yaml")).optim.steps == 1
@@ -191,7 +195,7 @@ def test_overwrite_deletes_the_old_run_first(finished_run, tmp_path, capsys):
     run_dir = tmp_path / "copy"
     shutil.copytree(finished_run, run_dir)
     (run_dir / "stale.txt").write_text("from the old run")
-    assert _cli(["--output-dir", str(run_dir), "--overwrite", *QUICK, "optim.steps=1"]) == 0
+    assert _cli(["--output-dir", str(run_dir), "--overwrite", *QUICK, "optim.steps=1"]) in FINISHED
     assert not (run_dir / "stale.txt").exists()
     assert [json.loads(line)["step"] for line in open(run_dir / "metrics.jsonl")] == [1]
     assert "deleting the run" in capsys.readouterr().err
@@ -232,7 +236,7 @@ def test_resume_with_safe_or_allowed_changes_prints_them(finished_run, tmp_path,
     run_dir = tmp_path / "copy"
     shutil.copytree(finished_run, run_dir)
     assert _cli(["--resume", str(run_dir), "optim.steps=2", "logging.save_every=5",
-                 "algo.eps_high=0.3", "--allow-config-change"]) == 0
+                 "algo.eps_high=0.3", "--allow-config-change"]) in FINISHED
     err = capsys.readouterr().err
     for line in ("optim.steps: 1 -> 2", "logging.save_every: 1 -> 5", "algo.eps_high: 0.28 -> 0.3"):
         assert f"  {line}" in err

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -81,8 +82,25 @@ def only_variants(variants: list, names: str) -> list:
     return [v for v in variants if v.name in wanted]
 
 
+def spelled_out(variant) -> str:
+    """``DAPO without dynamic sampling: on overlong filtering, ...``: the variant in words."""
+    from verimath.trainer.ablation.variants import CONTROLS
+
+    labels = {c.slug: c.label for c in CONTROLS}
+    on = ", ".join(labels[s] for s in variant.on) or "nothing"
+    if len(variant.off) == 1 and variant.on:
+        return f"DAPO without {labels[variant.off[0]]} (on: {on})"
+    return f"{variant.label} (on: {on})"
+
+
 def main(args: argparse.Namespace) -> int:
-    from verimath.trainer.ablation.runs import check_overrides, execute, make_jobs, plan_run
+    from verimath.trainer.ablation.runs import (
+        check_overrides,
+        execute,
+        make_jobs,
+        plan_run,
+        train_command,
+    )
     from verimath.trainer.ablation.variants import select_variants
     from verimath.trainer.config_io import load_config
 
@@ -109,6 +127,13 @@ def main(args: argparse.Namespace) -> int:
         if args.dry_run or job.action == "conflict":
             _say(f"  {job.name}: {job.action}" + (f" ({job.reason})" if job.reason else ""))
     if args.dry_run:
+        _say("what each variant switches on (the other switches are off), and the commands:")
+        for variant in variants:
+            _say(f"  {variant.name}: {spelled_out(variant)}")
+        for job in jobs:
+            if job.action != "done":
+                argv = ["verimath", *train_command(job, args.config)[3:]]
+                _say("  " + " ".join(shlex.quote(a) for a in argv))
         return 0
     output.mkdir(parents=True, exist_ok=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # stop the runs, not only this

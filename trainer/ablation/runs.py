@@ -60,11 +60,14 @@ class RunJob:
 
     @property
     def ok(self) -> bool:
-        """Finished: reused, or exited 0 with its summary written (a run stopped by SIGTERM
-        exits 0 after a checkpoint, without a summary)."""
+        """Finished: reused, or exited 0 (or 3: it trained nothing) with its summary written
+        (a run stopped by SIGTERM exits 0 after a checkpoint, without a summary)."""
         if self.action == "done":
             return True
-        return self.returncode == 0 and (self.run_dir / "summary.json").is_file()
+        from verimath.trainer.train import TRAINED_NOTHING  # finished; its result stands
+
+        return self.returncode in (0, TRAINED_NOTHING) and \
+            (self.run_dir / "summary.json").is_file()
 
 
 def has_shared_warmstart(config) -> bool:

@@ -62,9 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--level", type=int, default=None, help="difficulty of an env id, 1..5")
     a("--problem-seed", type=int, default=None,
       help="problem stream of an env id (default: the run's held-out eval.seed, else 12345)")
-    a("--seed", type=int, default=0, help="sampling seed")
+    a("--seed", type=int, default=None,
+      help="sampling seed (default: the run's eval.seed, as the trainer's held-out evaluation "
+           "samples with, else 0)")
     a("--batch-size", type=int, default=256, help="sequences per generation call")
-    a("--output", default="eval_results", metavar="DIR")
+    a("--output", default=None, metavar="DIR",
+      help="output directory (default: eval/<checkpoint>-<data>-<preset> inside the training "
+           "run, else eval_results/<model>-<data>-<preset>)")
     a("--device", default="auto", help="auto, cpu, cuda or cuda:N (hf engine)")
     a("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
     a("--tensor-parallel-size", type=int, default=1, help="GPUs per model (vllm engine)")
@@ -146,8 +150,43 @@ def build_settings(args):
         answer_style=args.answer_style or source.setting("reward", "answer_style", "auto"),
         mode=args.mode or source.setting("reward", "mode", "symbolic"),
         timeout=args.timeout or source.setting("reward", "timeout", 5.0),
-        seed=args.seed, engine=args.engine, dtype=str(dtype).removeprefix("torch."))
+        seed=args.seed if args.seed is not None else source.setting("eval", "seed", 0),
+        engine=args.engine, dtype=str(dtype).removeprefix("torch."))
     return settings, source, problems
+
+
+def default_output(source, args) -> Path:
+    """Where results go without ``--output``: inside the training run the model comes from
+    (``<run>/eval/<checkpoint>-<data>-<preset>``), else ``eval_results/<model>-<data>-<preset>``
+    in the working directory (a model directory may be shared or read-only)."""
+    data = Path(args.data).stem if Path(args.data).suffix else args.data.split("/")[-1]
+    name = f"{data}-{args.preset}"
+    if source.checkpoint is not None:
+        return source.checkpoint.parent.parent / "eval" / f"{source.checkpoint.name}-{name}"
+    return Path("eval_results") / f"{source.model_dir.name}-{name}"
+
+
+def check_eval_context(settings, problems) -> None:
+    """ValueError, naming the numbers, when the longest prompt plus ``--max-new-tokens``
+    exceeds the model's ``max_position_embeddings`` (read from its config.json)."""
+    from verimath.trainer.model.context import context_error, longest_prompt
+    from verimath.trainer.model.policy import load_tokenizer
+
+    try:
+        config = json.loads((Path(settings.model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # loading the model reports it
+    positions = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    if not isinstance(positions, int):
+        return
+    tokens, problem = longest_prompt(load_tokenizer(settings.model), problems,
+                                     template=settings.template,
+                                     use_chat_template=settings.use_chat_template)
+    message = context_error(prompt_tokens=tokens, max_new_tokens=settings.max_new_tokens,
+                            positions=positions, new_tokens_name="--max-new-tokens",
+                            what=f"the longest prompt ({problem.id if problem else '?'})")
+    if message:
+        raise ValueError(message)
 
 
 def make_engine(args, settings):
@@ -183,9 +222,10 @@ def make_engine(args, settings):
 def main(args: argparse.Namespace) -> int:
     from verimath.trainer.evaluation.run import check_output_dir
 
-    output = Path(args.output)
     try:
         settings, source, problems = build_settings(args)
+        output = Path(args.output) if args.output else default_output(source, args)
+        check_eval_context(settings, problems)
         resumed = check_output_dir(output, settings)
         engine, tokenizer = make_engine(args, settings)
     except (ValueError, FileNotFoundError) as exc:
