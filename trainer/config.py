@@ -50,6 +50,20 @@ class ModelConfig:
     or a format string containing ``{prompt}``."""
     threads: int = 0
     """CPU threads for torch (``torch.set_num_threads``); 0 leaves torch's default."""
+    lora_rank: int = 0
+    """LoRA (needs ``verimath[lora]``): train rank-``lora_rank`` adapters on the frozen model
+    instead of every weight; 0 trains the full model. The KL reference is then the model
+    with its adapters switched off, the vLLM engine receives merged weights, checkpoints
+    hold the adapter (``adapter/``) and the final one also the merged model (``model/``)."""
+    lora_alpha: float | None = None
+    """LoRA scale numerator: the update is ``lora_alpha / lora_rank x B A``; None means
+    ``2 x lora_rank``."""
+    lora_dropout: float = 0.0
+    """Dropout on the adapters' input, in the update's forward and backward only (never in
+    rollouts or the old and reference log-probs)."""
+    lora_target_modules: tuple[str, ...] = ("all-linear",)
+    """Linear layers that get adapters, by name (``q_proj``, ``v_proj``...); ``all-linear``
+    is every linear layer but the output head."""
 
     def __post_init__(self) -> None:
         _require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
@@ -60,6 +74,16 @@ class ModelConfig:
                  f"model.tiny_hidden_size ({self.tiny_hidden_size}) must be a multiple of "
                  f"model.tiny_heads ({self.tiny_heads}) and model.tiny_layers >= 1")
         _require(self.threads >= 0, f"model.threads must be >= 0, got {self.threads}")
+        _require(self.lora_rank >= 0, f"model.lora_rank must be >= 0 (0: no LoRA), got "
+                 f"{self.lora_rank}")
+        _require(self.lora_alpha is None or self.lora_alpha > 0,
+                 f"model.lora_alpha must be > 0 or null (2 x lora_rank), got {self.lora_alpha}")
+        _require(0 <= self.lora_dropout < 1,
+                 f"model.lora_dropout must be in [0, 1), got {self.lora_dropout}")
+        _require(len(self.lora_target_modules) >= 1 and all(
+                     isinstance(m, str) and m for m in self.lora_target_modules),
+                 "model.lora_target_modules must list module names (or all-linear), got "
+                 f"{list(self.lora_target_modules)}")
         from verimath.envs.templates import TEMPLATES
 
         _require(self.prompt_template in TEMPLATES or "{prompt}" in self.prompt_template,
@@ -124,6 +148,11 @@ class RolloutConfig:
     """vLLM: longest prompt + response it plans for; None: the model config's limit."""
     vllm_enforce_eager: bool = False
     """vLLM: no CUDA graphs (slower decoding, faster start, less memory)."""
+    async_steps: int = 0
+    """Asynchronous rollouts: 0 generates, then updates (one process); ``k >= 1`` generates
+    the next steps' rounds in a worker process with its own copy of the policy while the
+    trainer updates, from a policy at most ``k`` versions behind (older groups are dropped
+    and counted). HF engine, one process; see ``verimath.trainer.rollout.async_source``."""
 
     def __post_init__(self) -> None:
         from verimath.trainer.rollout.engine import ENGINES
@@ -147,6 +176,15 @@ class RolloutConfig:
                  f"{self.vllm_tensor_parallel_size}")
         _require(self.vllm_max_model_len is None or self.vllm_max_model_len >= 2,
                  f"rollout.vllm_max_model_len must be >= 2 or null, got {self.vllm_max_model_len}")
+        _require(self.async_steps >= 0, f"rollout.async_steps must be >= 0, got {self.async_steps}")
+        _require(not self.async_steps or self.engine == "hf",
+                 f"rollout.async_steps={self.async_steps} runs the HF engine in a worker "
+                 f"process; rollout.engine={self.engine!r} is not supported there yet: use "
+                 "rollout.engine=hf or rollout.async_steps=0")
+        _require(self.vllm_max_model_len is None or self.vllm_max_model_len > self.max_new_tokens,
+                 f"rollout.vllm_max_model_len ({self.vllm_max_model_len}) must exceed "
+                 f"rollout.max_new_tokens ({self.max_new_tokens}): it holds the prompt and the "
+                 "response")
 
 
 @dataclass(frozen=True)
@@ -260,6 +298,10 @@ class AlgoConfig:
     def __post_init__(self) -> None:
         _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")
         _require(self.eps_high >= 0, f"algo.eps_high must be >= 0, got {self.eps_high}")
+        _require(not self.clip_higher or self.eps_high >= self.eps_low,
+                 f"algo.eps_high ({self.eps_high}) is below algo.eps_low ({self.eps_low}): "
+                 "clip-higher widens the upper clip range, so eps_high must be >= eps_low "
+                 "(DAPO: 0.2 and 0.28); set algo.clip_higher=false for one symmetric range")
         _require(self.dual_clip is None or self.dual_clip > 1,
                  f"algo.dual_clip must be > 1 or null, got {self.dual_clip}")
         _require(self.train_prompts >= 1, f"algo.train_prompts must be >= 1, got {self.train_prompts}")
@@ -404,6 +446,10 @@ class LoggingConfig:
     """Periodic checkpoints kept on disk (the newest ones)."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    print_every: int = 10
+    """Print a metric line (reward, accuracy, kept groups, entropy, response length, clip
+    fractions, tokens/s) every N RL steps and at the last one, beside the progress bar or
+    without it; 0 prints none."""
     plot: bool = True
     """Write ``learning_curve.png`` at the end (needs matplotlib)."""
     backends: tuple[str, ...] = ("jsonl",)
@@ -419,6 +465,9 @@ class LoggingConfig:
 
     def __post_init__(self) -> None:
         _require(self.save_every >= 0, f"logging.save_every must be >= 0, got {self.save_every}")
+        _require(self.print_every >= 0,
+                 f"logging.print_every must be >= 0 (0 prints no metric lines), got "
+                 f"{self.print_every}")
         _require(self.keep_checkpoints >= 1,
                  f"logging.keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         from verimath.trainer.run.metrics import check_backends

@@ -8,6 +8,7 @@ one piece, however it is split into micro-batches.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -21,6 +22,33 @@ TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "policy/a
 SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy")
 """Update metrics that are each rank's share of a global value."""
 LOCAL = Comm()
+
+
+class UpdateOnlyDropout(torch.nn.Module):
+    """Dropout that applies only inside :func:`update_dropout`, whatever the module's
+    train/eval mode, so that rollouts and the old and reference log-probs never see it
+    (LoRA's ``model.lora_dropout``)."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p, self.active = p, False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.dropout(x, self.p, training=True) if self.active else x
+
+
+@contextlib.contextmanager
+def update_dropout(model: torch.nn.Module):
+    """Every :class:`UpdateOnlyDropout` of ``model`` on for the duration (the forward and
+    backward passes of an update, activation recomputation included)."""
+    switches = [m for m in model.modules() if isinstance(m, UpdateOnlyDropout)]
+    for m in switches:
+        m.active = True
+    try:
+        yield
+    finally:
+        for m in switches:
+            m.active = False
 
 
 @dataclass(frozen=True)
@@ -71,29 +99,30 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
               "aggregation": settings.aggregation, "horizon": settings.horizon}
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
-    for start in range(0, len(rows_all), micro_batch_size):
-        rows = rows_all[start:start + micro_batch_size]
-        ids, attention, cols = trimmed(batch, rows)
-        m = batch.mask[rows, cols]  # (m, w-1)
-        logp, entropy = forward_logprobs(model, ids, attention, temperature=settings.temperature,
-                                         with_entropy=True, chunk_size=settings.chunk_size,
-                                         positions=m)  # (m, w-1) each
-        loss, metrics = dapo_policy_loss(
-            logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
-            eps_high=settings.eps_high, dual_clip=settings.dual_clip,
-            policy_loss=settings.policy_loss,
-            is_weights=is_weights(batch, rows, cols, settings.rollout_is_cap), **counts)
-        if settings.kl_coef > 0:
-            kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, **counts)
-            loss = loss + settings.kl_coef * kl
-            _add(sums, "loss/kl", float(kl.detach()))
-        # FSDP averages gradients over ranks; the global token mean needs their sum
-        (loss * comm.world if comm.enabled else loss).backward()
-        _add(sums, "loss/policy", metrics["loss/policy"])
-        n = metrics["policy/tokens"]
-        for key in TOKEN_WEIGHTED:
-            _add(sums, key, metrics[key] * n / max(num_tokens, 1.0))
-        _add(sums, "policy/entropy", float((entropy.detach() * m).sum()) / max(num_tokens, 1.0))
+    with update_dropout(model):  # e.g. model.lora_dropout: in the update only
+        for start in range(0, len(rows_all), micro_batch_size):
+            rows = rows_all[start:start + micro_batch_size]
+            ids, attention, cols = trimmed(batch, rows)
+            m = batch.mask[rows, cols]  # (m, w-1)
+            logp, entropy = forward_logprobs(model, ids, attention, temperature=settings.temperature,
+                                             with_entropy=True, chunk_size=settings.chunk_size,
+                                             positions=m)  # (m, w-1) each
+            loss, metrics = dapo_policy_loss(
+                logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
+                eps_high=settings.eps_high, dual_clip=settings.dual_clip,
+                policy_loss=settings.policy_loss,
+                is_weights=is_weights(batch, rows, cols, settings.rollout_is_cap), **counts)
+            if settings.kl_coef > 0:
+                kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, **counts)
+                loss = loss + settings.kl_coef * kl
+                _add(sums, "loss/kl", float(kl.detach()))
+            # FSDP averages gradients over ranks; the global token mean needs their sum
+            (loss * comm.world if comm.enabled else loss).backward()
+            _add(sums, "loss/policy", metrics["loss/policy"])
+            n = metrics["policy/tokens"]
+            for key in TOKEN_WEIGHTED:
+                _add(sums, key, metrics[key] * n / max(num_tokens, 1.0))
+            _add(sums, "policy/entropy", float((entropy.detach() * m).sum()) / max(num_tokens, 1.0))
     if comm.enabled:  # each rank holds its share of every sum: add them up
         keys = [k for k in SUMMED if k in sums]  # the same keys on every rank
         sums.update(zip(keys, comm.all_sum([sums.get(k, 0.0) for k in keys]).tolist()))

@@ -5,6 +5,8 @@ One checkpoint is one directory ``<directory>/step_<step:08d>/``::
     model/            model.save_pretrained + tokenizer.save_pretrained: a Hugging Face
                       directory that ``from_pretrained`` loads as is (a plain nn.Module
                       without save_pretrained is stored as model/model.pt instead)
+    adapter/          a LoRA run's adapter (peft format) and tokenizer; its checkpoints
+                      hold model/ (the merged model) only at the last step
     optimizer.pt      optimizer.state_dict()
     scheduler.pt      scheduler.state_dict()
     rng.pt            python, numpy (legacy global), torch CPU and all CUDA RNG states
@@ -127,16 +129,20 @@ def _json_exact(value) -> str | None:
     return text if json.loads(text) == value else None
 
 
-def _write_contents(tmp: Path, *, model, tokenizer, optimizer, scheduler, step, config, extra):
-    model_dir = tmp / "model"
-    model_dir.mkdir()
-    module = _unwrap(model)
-    if hasattr(module, "save_pretrained"):
-        module.save_pretrained(model_dir)
-    else:
-        torch.save(module.state_dict(), model_dir / "model.pt")
-    if tokenizer is not None:
-        tokenizer.save_pretrained(model_dir)
+def _write_contents(tmp: Path, *, model, tokenizer, optimizer, scheduler, step, config, extra,
+                    write_more=None):
+    if model is not None:
+        model_dir = tmp / "model"
+        model_dir.mkdir()
+        module = _unwrap(model)
+        if hasattr(module, "save_pretrained"):
+            module.save_pretrained(model_dir)
+        else:
+            torch.save(module.state_dict(), model_dir / "model.pt")
+        if tokenizer is not None:
+            tokenizer.save_pretrained(model_dir)
+    if write_more is not None:
+        write_more(tmp)
     if optimizer is not None:
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     if scheduler is not None:
@@ -175,7 +181,7 @@ def fsync_tree(root: Path) -> None:
 def save_checkpoint(
     directory: str | os.PathLike,
     *,
-    model: torch.nn.Module,
+    model: torch.nn.Module | None,
     tokenizer=None,
     optimizer: torch.optim.Optimizer | None = None,
     scheduler=None,
@@ -183,12 +189,15 @@ def save_checkpoint(
     config,
     extra_state: Any = None,
     keep_last: int | None = None,
+    write_more=None,
 ) -> Path:
     """Write ``<directory>/step_<step>/`` atomically and return its path.
 
     ``directory`` holds all checkpoints of a run (created if missing). An existing
     checkpoint of the same step is replaced. ``keep_last=N`` then deletes all but the
-    ``N`` newest complete checkpoints. Call it on one process only (rank 0).
+    ``N`` newest complete checkpoints. Call it on one process only (rank 0). ``model=None``
+    writes no ``model/``; ``write_more(folder)`` adds files of its own (e.g. a LoRA
+    adapter) to the checkpoint before its manifest.
 
     Raises:
         ValueError: bad ``step``/``keep_last``, or a config that is not JSON-serializable
@@ -213,6 +222,7 @@ def save_checkpoint(
             step=step,
             config=config,
             extra=extra_state,
+            write_more=write_more,
         )
         fsync_tree(tmp)
         move_into_place(tmp, final)

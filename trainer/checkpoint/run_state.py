@@ -1,7 +1,7 @@
 """Saving a run's ``TrainState`` in a checkpoint and restoring it, in one or several processes.
 
 One process writes ``verimath.trainer.checkpoint.files`` directories (a Hugging Face ``model/``,
-``optimizer.pt``, ``rng.pt``, the run record with the problem stream and the surplus groups
+or with LoRA the ``adapter/`` and, at the last step, the merged ``model/``; ``optimizer.pt``, ``rng.pt``, the run record with the problem stream and the surplus groups
 in ``extra_state``). Several ranks write ``verimath.trainer.checkpoint.sharded`` directories
 (DCP shards and one state file per rank). Either kind resumes with any number of ranks.
 The run record (:class:`verimath.trainer.run.state.RunRecord`) travels as JSON in both.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from functools import partial
 from pathlib import Path
 
 from verimath.trainer.checkpoint.files import load_checkpoint, save_checkpoint
@@ -20,6 +21,7 @@ from verimath.trainer.checkpoint.sharded import (
     load_sharded,
     save_sharded,
 )
+from verimath.trainer.model.lora import ADAPTER_DIR, MergedModel, is_lora, save_adapter
 from verimath.trainer.model.policy import seed_everything
 from verimath.trainer.rollout.episodes import Group
 from verimath.trainer.run.distributed import rank_seed
@@ -42,11 +44,20 @@ def save_state(state: TrainState) -> Path:
                             record={"run": dataclasses.asdict(record)}, rank_state=streams,
                             comm=state.comm, keep_last=cfg.logging.keep_checkpoints,
                             tokenizer=state.tokenizer, export=state.step >= cfg.optim.steps)
-    return save_checkpoint(state.run_dir / "checkpoints", model=state.model,
+    model, write_more = state.model, None
+    if is_lora(state.model):  # the adapter always, the merged model at the last step
+        model = MergedModel(state.model) if state.step >= cfg.optim.steps else None
+        write_more = partial(_write_adapter, state.model, state.tokenizer)
+    return save_checkpoint(state.run_dir / "checkpoints", model=model,
                            tokenizer=state.tokenizer, optimizer=state.optimizer,
                            scheduler=state.scheduler, step=state.step, config=cfg.to_dict(),
                            extra_state={"run": dataclasses.asdict(record), **streams},
-                           keep_last=cfg.logging.keep_checkpoints)
+                           keep_last=cfg.logging.keep_checkpoints, write_more=write_more)
+
+
+def _write_adapter(model, tokenizer, checkpoint: Path) -> None:
+    save_adapter(model, checkpoint / ADAPTER_DIR)
+    tokenizer.save_pretrained(checkpoint / ADAPTER_DIR)
 
 
 def restore_state(state: TrainState, ckpt: dict) -> None:

@@ -7,7 +7,8 @@
     rank_<r>.pt           each rank's RNG states, problem stream and surplus groups
     scheduler.pt, config.json, extra_state.json (the run record), checkpoint.json (manifest)
     model/                the final checkpoint only: a Hugging Face export, gathered one
-                          parameter at a time
+                          parameter at a time (a LoRA policy's adapters merged in)
+    adapter/              a LoRA policy's adapter (peft format), in every checkpoint
 
 The directory is written under a temporary name and renamed by rank 0 once every rank has
 finished, so an interrupted save leaves the previous checkpoint as the latest complete one.
@@ -36,6 +37,14 @@ from verimath.trainer.checkpoint.files import (
     set_rng_state,
     write_json,
 )
+from verimath.trainer.model.lora import (
+    ADAPTER_DIR,
+    MergedModel,
+    adapter_state,
+    is_lora,
+    merged_parameters,
+    save_adapter,
+)
 from verimath.trainer.run.distributed import Comm, full_parameters
 
 SHARDS = "dcp"
@@ -63,6 +72,8 @@ def save_sharded(directory: Path, *, model, optimizer, scheduler, step: int, con
     torch.save({"rng": rng_state(), "state": rank_state}, tmp / f"rank_{comm.rank}.pt")
     if export:
         _export(model, tokenizer, tmp / "model", comm)
+    if is_lora(model):
+        _export_adapter(model, tokenizer, tmp / ADAPTER_DIR, comm)
     comm.barrier()
     if comm.is_main:
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
@@ -116,13 +127,26 @@ def load_full_optimizer(model, optimizer, saved: dict) -> None:
 
 def _export(model, tokenizer, folder: Path, comm: Comm) -> None:
     """A Hugging Face directory of the full model on rank 0, gathered one parameter at a time
-    (every rank takes part in each gather)."""
+    (every rank takes part in each gather); a LoRA policy's adapters merged in."""
+    lora = is_lora(model)
     state = {}
-    for name, tensor in full_parameters(model):
+    for name, tensor in (merged_parameters if lora else full_parameters)(model):
         if comm.is_main:
             state[name] = tensor.to("cpu", copy=True)
     if comm.is_main:
         module = getattr(model, "module", model)
-        module.save_pretrained(folder, state_dict=state)
+        if lora:
+            MergedModel(module).save_pretrained(folder, state=state)
+        else:
+            module.save_pretrained(folder, state_dict=state)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(folder)
+
+
+def _export_adapter(model, tokenizer, folder: Path, comm: Comm) -> None:
+    """A LoRA policy's adapter (peft format) on rank 0, gathered on every rank."""
+    state = adapter_state(model)
+    if comm.is_main:
+        save_adapter(model, folder, state=state)
         if tokenizer is not None:
             tokenizer.save_pretrained(folder)

@@ -43,6 +43,12 @@ sequential steps;
 the update takes ``(2 + 6 x epochs) x P`` FLOPs per token (``+2`` per epoch with
 checkpointing, ``+2`` with a reference model) plus causal attention, at an assumed MFU.
 Prefill, scoring and weight pushes are not counted.
+
+With LoRA (``model.lora_rank = r``) the ``P_a = r x sum(in + out)`` adapter parameters of the
+adapted projections (:func:`lora_parameters`) train alone: gradients ``4 P_a / n`` and AdamW
+state ``8 P_a / n``, the gathered units carry no base gradient, there is no reference copy
+(the base with the adapters off), and the backward pass computes input gradients only
+(``2 + 4 x epochs`` instead of ``2 + 6 x epochs`` FLOPs per parameter and token).
 """
 
 from __future__ import annotations
@@ -127,6 +133,20 @@ class ModelShape:
             + 3 * self.hidden * self.intermediate + 2 * self.hidden
 
 
+LORA_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""The decoder's linear layers by their Qwen2/Llama names (``all-linear`` adapts them all)."""
+
+
+def lora_parameters(shape: ModelShape, rank: int, targets=("all-linear",)) -> int:
+    """Parameters of rank-``rank`` LoRA adapters, ``rank x (in + out)`` per adapted
+    projection of every layer; names outside :data:`LORA_PROJECTIONS` count nothing."""
+    h, f = shape.hidden, shape.intermediate
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    sizes = dict(zip(LORA_PROJECTIONS, (h + q, h + kv, h + kv, q + h, h + f, h + f, f + h)))
+    names = LORA_PROJECTIONS if "all-linear" in targets else [t for t in targets if t in sizes]
+    return rank * shape.layers * sum(sizes[name] for name in names)
+
+
 def model_shape(config: dict, name: str = "model") -> ModelShape:
     """A :class:`ModelShape` from a Hugging Face ``config.json`` dict; ValueError naming a
     missing key."""
@@ -171,6 +191,9 @@ class RunShape:
     vllm_memory_utilization: float = 0.5
     tensor_parallel: int = 1
     sleep_mode: bool = False
+    lora_rank: int = 0
+    """LoRA adapters of this rank train instead of the model (0: full fine-tuning)."""
+    lora_targets: tuple[str, ...] = ("all-linear",)
 
 
 @dataclass(frozen=True)
@@ -263,18 +286,23 @@ def _update_memory(shape: ModelShape, run: RunShape, a: Assumptions) -> tuple[di
     acts = {label: activation_bytes_per_token(shape, ckpt) * tokens / GIB
             for label, ckpt in (("without checkpointing", False), ("with checkpointing", True))}
     head_rows = run.logprob_chunk_size or tokens
+    lora = lora_parameters(shape, run.lora_rank, run.lora_targets) if run.lora_rank else 0
+    trained = lora or p  # LoRA: gradients and AdamW state of the adapters alone
+    grad_bytes = 0 if lora else 4  # the frozen base's gathered units get no gradient
     rows = {
-        "parameters (fp32 shards)": 4 * p / n / GIB,
-        "gradients (fp32 shards)": 4 * p / n / GIB,
-        "optimizer (AdamW fp32 m, v)": 8 * p / n / GIB,
-        "gathered bf16 units + grads": (6 * (shape.embedding_parameters + shape.hidden)
-                                        + 8 * shape.layer_parameters) / GIB,
+        "parameters (fp32 shards)": 4 * (p + lora) / n / GIB,
+        "gradients (fp32 shards)": 4 * trained / n / GIB,
+        "optimizer (AdamW fp32 m, v)": 8 * trained / n / GIB,
+        "gathered bf16 units + grads": ((2 + grad_bytes) * (shape.embedding_parameters
+                                                            + shape.hidden)
+                                        + (4 + grad_bytes) * shape.layer_parameters
+                                        + 6 * lora / max(shape.layers, 1)) / GIB,
         "activations (one micro-batch)": acts["with checkpointing" if run.activation_checkpointing
                                               else "without checkpointing"],
         "log-prob head buffers": min(head_rows, tokens) * shape.vocab * 4 / GIB
         * (a.head_buffers if run.logprob_chunk_size else a.full_logits_buffers),
     }
-    if run.reference_model:
+    if run.reference_model and not lora:  # LoRA's reference: the base, adapters off
         rows["reference model (bf16 shards)"] = 2 * p / n / GIB
     return rows, acts
 
@@ -329,8 +357,9 @@ def _update_seconds(shape: ModelShape, run: RunShape, gpu: GPU, a: Assumptions,
                     sequence_tokens: float, sequences: int) -> float:
     """FLOPs of the old log-probs, the optional reference and the update epochs, over the
     cluster's dense bf16 peak at the assumed MFU."""
+    backward = 2 if run.lora_rank else 4  # LoRA: input gradients only, no weight gradients
     passes = 2 * (1 + run.reference_model) \
-        + run.ppo_epochs * (6 + 2 * run.activation_checkpointing)
+        + run.ppo_epochs * (2 + backward + 2 * run.activation_checkpointing)
     dense = passes * shape.parameters * sequence_tokens * sequences
     attention = passes * shape.layers * shape.heads * shape.head_dim * sequence_tokens**2 \
         * sequences

@@ -2,8 +2,9 @@
 
 ``--model`` is a Hugging Face model directory, a hub id (``org/name``, resolved through
 huggingface_hub's cache: downloaded when online and missing, the cache alone with
-``HF_HUB_OFFLINE=1``), a training checkpoint (``step_*``), or a training run directory (its
-latest checkpoint). A checkpoint's ``model/`` is the model and its
+``HF_HUB_OFFLINE=1``), a training checkpoint (``step_*``; a LoRA run's checkpoints before the
+last step hold only ``adapter/``, evaluated as its base with the adapter merged in), or a
+training run directory (its latest checkpoint). A checkpoint's ``model/`` is the model and its
 ``config.json`` the run's config, which supplies the defaults that make evaluation see
 prompts exactly as training did: prompt template, chat template, answer style, equivalence
 mode, verifier timeout, response length and, for a procedural task, the held-out stream
@@ -25,6 +26,7 @@ from verimath.envs import Problem, read_problems
 from verimath.envs.registration import FAMILY_IDS
 from verimath.trainer.checkpoint.files import is_checkpoint, resolve_checkpoint
 from verimath.trainer.model.hub import is_hub_id, resolve_model_dir
+from verimath.trainer.model.policy import is_adapter_dir
 
 HELDOUT_SEED = 12345
 """Default procedural stream, the trainer's held-out one (``eval.seed``)."""
@@ -57,7 +59,9 @@ def _is_hf_dir(path: Path) -> bool:
 
 def _checkpoint_source(ckpt: Path) -> ModelSource:
     model_dir = ckpt / "model"
-    if not _is_hf_dir(model_dir):
+    if not _is_hf_dir(model_dir) and is_adapter_dir(ckpt / "adapter"):
+        model_dir = ckpt / "adapter"  # a LoRA checkpoint before the last step: base + adapter
+    elif not _is_hf_dir(model_dir):
         raise ValueError(f"--model: checkpoint {ckpt} has no Hugging Face model in model/ "
                          "(no config.json); evaluate a checkpoint written by verimath train")
     try:
@@ -78,7 +82,7 @@ def resolve_model(path: str) -> ModelSource:
                          "directory, a training run or a hub id such as org/name)")
     if is_checkpoint(folder):
         return _checkpoint_source(folder)
-    if _is_hf_dir(folder):
+    if _is_hf_dir(folder) or is_adapter_dir(folder):
         if is_checkpoint(folder.parent):  # a checkpoint's model/: keep the run's settings
             return _checkpoint_source(folder.parent)
         return ModelSource(folder)

@@ -58,15 +58,52 @@ def load_policy(config: ModelConfig, *, device: torch.device, dtype: torch.dtype
 def load_pretrained(path: str | os.PathLike, *, dtype: torch.dtype, field: str = "model.path"):
     """A causal LM and its tokenizer from a local Hugging Face directory or a hub id (resolved
     through huggingface_hub's cache, :func:`verimath.trainer.model.hub.resolve_model_dir`;
-    ValueError naming ``field``)."""
+    ValueError naming ``field``). A LoRA adapter folder loads as its base model with the
+    adapter merged in."""
     from transformers import AutoModelForCausalLM
 
+    if is_adapter_dir(path):
+        return _load_adapted(Path(path), dtype=dtype, field=field)
     folder = resolve_model_dir(path, field=field)
     tokenizer = load_tokenizer(folder)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True)
     return model, tokenizer
+
+
+def is_adapter_dir(path: str | os.PathLike) -> bool:
+    """A LoRA adapter folder (``adapter_config.json``, no ``config.json``), e.g. a LoRA
+    checkpoint's ``adapter/``."""
+    folder = Path(path)
+    return (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file()
+
+
+def _load_adapted(folder: Path, *, dtype: torch.dtype, field: str):
+    """The base model an adapter folder names, with the adapter merged in, and the tokenizer
+    saved beside the adapter (else the base's)."""
+    import json
+
+    try:
+        base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get(
+            "base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        base = None
+    if not base:
+        raise ValueError(f"{field}={str(folder)!r} is a LoRA adapter without "
+                         "base_model_name_or_path in adapter_config.json; load its base model "
+                         "and the adapter with peft")
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise ValueError(f"{field}={str(folder)!r} is a LoRA adapter, which needs peft: "
+                         "pip install 'verimath[lora]'") from None
+    model, tokenizer = load_pretrained(base, dtype=dtype, field=f"{field} (the adapter's base)")
+    if (folder / "tokenizer_config.json").is_file():
+        tokenizer = load_tokenizer(folder)
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+    return PeftModel.from_pretrained(model, folder).merge_and_unload(), tokenizer
 
 
 GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")

@@ -5,7 +5,8 @@ here; ``make_engine`` builds it. The HF engine samples with the policy itself; t
 engine holds its own copy of the weights, built from ``model.path`` (a hub id's cached
 snapshot for an id; for the built tiny
 model, from a copy saved once in ``<run dir>/engine_model/``) and refreshed by
-``sync_weights`` after every optimizer update.
+``sync_weights`` after every optimizer update (with LoRA, the weights with the adapters
+merged in).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import torch
 from verimath.trainer.config import RolloutConfig, TrainConfig
 from verimath.trainer.model.hub import resolve_model_dir
+from verimath.trainer.model.lora import is_lora, merged_parameters
 from verimath.trainer.rollout.engine import HFRolloutEngine, RolloutEngine, WeightSync
 from verimath.trainer.run.distributed import Comm, full_parameters
 
@@ -40,15 +42,22 @@ class HFCopyEngine(HFRolloutEngine):
         start, pushed, count = time.perf_counter(), 0, 0
         own = dict(self.model.named_parameters())
         with torch.no_grad():
-            for name, tensor in full_parameters(model):  # a collective per parameter
+            for name, tensor in pushed_parameters(model):  # a collective per parameter
                 own[name].copy_(tensor)
                 pushed, count = pushed + tensor.numel() * tensor.element_size(), count + 1
         return WeightSync(time.perf_counter() - start, pushed, count)
 
 
+def pushed_parameters(model):
+    """What an engine with weights of its own receives, one full tensor at a time (gathered
+    when sharded): the merged weights of a LoRA policy, else every parameter."""
+    return merged_parameters(model) if is_lora(model) else full_parameters(model)
+
+
 class GatheredPush:
-    """A rollout engine fed from a sharded policy: ``sync_weights`` gathers the policy's
-    parameters one at a time (a collective on every rank) and pushes each full tensor."""
+    """A rollout engine fed from a sharded or LoRA policy: ``sync_weights`` gathers the
+    policy's parameters one at a time (a collective on every rank), merging LoRA adapters
+    into their weights, and pushes each full tensor."""
 
     def __init__(self, engine) -> None:
         self.engine = engine
@@ -57,7 +66,7 @@ class GatheredPush:
         return self.engine.generate(*args, **kwargs)
 
     def sync_weights(self, model) -> WeightSync:
-        return self.engine.sync_weights(full_parameters(model))
+        return self.engine.sync_weights(pushed_parameters(model))
 
     def close(self) -> None:
         self.engine.close()
@@ -93,4 +102,4 @@ def make_engine(config: TrainConfig, model, tokenizer, *, run_dir: Path, device,
         enable_sleep_mode=r.vllm_enable_sleep_mode, max_model_len=r.vllm_max_model_len,
         enforce_eager=r.vllm_enforce_eager)
     engine.sync_weights(model)  # a resumed or warm-started policy differs from the directory
-    return GatheredPush(engine) if comm.enabled else engine
+    return GatheredPush(engine) if comm.enabled or config.model.lora_rank else engine
