@@ -26,6 +26,7 @@ from verimath.trainer.estimate.budget import (
     ModelShape,
     RunShape,
     estimate_run,
+    lora_parameters,
     min_gpus,
     model_shape,
 )
@@ -123,7 +124,8 @@ def run_shape(config, gpus: int) -> RunShape:
         reference_model=algo.kl_coef > 0, engine=r.engine, hf_batch_size=r.batch_size,
         vllm_memory_utilization=r.vllm_gpu_memory_utilization,
         tensor_parallel=r.vllm_tensor_parallel_size if r.engine == "vllm" else 1,
-        sleep_mode=r.vllm_enable_sleep_mode)
+        sleep_mode=r.vllm_enable_sleep_mode, lora_rank=config.model.lora_rank,
+        lora_targets=tuple(config.model.lora_target_modules))
 
 
 def estimate_report(config, args: argparse.Namespace) -> str:
@@ -148,8 +150,21 @@ def estimate_report(config, args: argparse.Namespace) -> str:
         extra.append(f"with activation checkpointing: peak {alt.peak_gib:.1f} GiB per GPU ("
                      f"{'fits' if alt.fits else 'does NOT fit'}), step ~{alt.step_s:,.0f} s; "
                      + (f"fits on >= {fewest} GPUs" if fewest else "fits on no GPU count"))
-    return format_estimate(estimate, title=f"verimath train --config {name}",
-                           fewest=min_gpus(shape, run, gpu), extra=extra)
+    report = format_estimate(estimate, title=f"verimath train --config {name}",
+                             fewest=min_gpus(shape, run, gpu), extra=extra)
+    warning = context_warning(shape, run)
+    return (textwrap.fill(warning, 100, subsequent_indent="    ") + "\n" if warning else "") + report
+
+
+def context_warning(shape: ModelShape, run: RunShape) -> str | None:
+    """A warning when the prompt budget plus ``rollout.max_new_tokens`` exceeds the model's
+    ``max_position_embeddings``."""
+    from verimath.trainer.model.context import context_error
+
+    message = context_error(prompt_tokens=run.prompt_tokens, max_new_tokens=run.max_new_tokens,
+                            positions=shape.max_positions,
+                            what=f"the prompt budget of the estimate ({shape.name})")
+    return f"WARNING: {message}" if message else None
 
 
 def _n(x: float) -> str:
@@ -172,6 +187,10 @@ def format_estimate(e: Estimate, *, title: str, fewest: int | None = None,
         f"GPUs   {r.gpus} x {g.name} ({g.memory_gib:g} GiB, {g.bf16_tflops:g} TFLOP/s dense bf16, "
         f"{g.hbm_tbps:g} TB/s); FSDP2 over {r.gpus} rank{'s' * (r.gpus > 1)} (bf16 compute; fp32 master weights, "
         f"gradients and AdamW state); {engine}",
+        *([f"LoRA   rank {r.lora_rank} on {', '.join(r.lora_targets)}: "
+           f"{_n(lora_parameters(m, r.lora_rank, r.lora_targets))} trainable parameters "
+           "(gradients and AdamW state for these alone; the KL reference is the base)"]
+          if r.lora_rank else []),
         f"run    {r.gen_prompts} prompts x {r.group_size} per round, <= {r.prompt_tokens:,} + "
         f"{r.max_new_tokens:,} tokens; micro-batch {r.micro_batch_size}; activation "
         f"checkpointing {'on' if r.activation_checkpointing else 'off'}",
