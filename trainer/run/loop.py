@@ -28,7 +28,7 @@ from verimath.trainer.algo.step import rl_step
 from verimath.trainer.checkpoint.run_state import save_state
 from verimath.trainer.evaluation.heldout import evaluate_heldout
 from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
-from verimath.trainer.run.progress import bar_echo, progress_bar
+from verimath.trainer.run.progress import bar_echo, is_print_step, metric_line, progress_bar
 from verimath.trainer.run.state import TrainState
 
 PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
@@ -72,6 +72,8 @@ def train(state: TrainState) -> dict:
             bar.update(1)
             bar.set_postfix(acc=f"{metrics['reward/accuracy']:.2f}",
                             kept=int(metrics["sampling/kept_groups"]))
+            if is_print_step(state.step, cfg.logging.print_every, cfg.optim.steps):
+                state.echo(metric_line(state.step, cfg.optim.steps, metrics))
             _stop_if_asked(state, stop)
             every = cfg.logging.save_every
             if every and state.step % every == 0 and state.step < cfg.optim.steps:

@@ -31,6 +31,14 @@ from verimath.trainer.config import TrainConfig
 from verimath.trainer.config_io import save_config
 from verimath.trainer.evaluation.heldout import format_metrics, heldout_metrics
 from verimath.trainer.model.hub import resolve_model_dir
+from verimath.trainer.model.lora import (
+    ADAPTER_DIR,
+    AdaptersOff,
+    add_lora,
+    check_lora,
+    load_adapter,
+    trainable_parameters,
+)
 from verimath.trainer.model.policy import (
     load_policy,
     load_reference,
@@ -65,6 +73,7 @@ def open_state(config: TrainConfig, run_dir: str | Path, *, resume: str | Path |
         torch.set_num_threads(cfg.model.threads)
     device, dtype = _device(cfg, comm)
     check_engine(cfg.rollout)
+    check_lora(cfg.model)
     check_backend_packages(cfg.logging.backends)
     ckpt = load_checkpoint(resolve_checkpoint(resume), restore_rng=False) if resume else None
     record = RunRecord() if ckpt is None else saved_record(ckpt)
@@ -86,10 +95,12 @@ def open_state(config: TrainConfig, run_dir: str | Path, *, resume: str | Path |
     say = echo if comm.is_main else _quiet
     if ckpt is None:
         record.warmstart = _warm_start(model, tokenizer, cfg, heldout, say, comm)
-    elif not is_sharded(ckpt["path"]):
+    elif not is_sharded(ckpt["path"]) and not cfg.model.lora_rank:
         load_checkpoint(ckpt["path"], model=model, restore_rng=False)
     engine = make_engine(cfg, model, tokenizer, run_dir=run_dir, device=device, comm=comm)
     try:
+        if cfg.model.lora_rank:  # after the engine: it starts from the base's weights
+            model = _with_lora(model, cfg, record, run_dir, device, ckpt, comm)
         state = _assemble(cfg, run_dir, device, model, tokenizer, engine, heldout, record,
                           ckpt, say, comm)
     except BaseException:
@@ -114,7 +125,7 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
         if record.before:
             echo("held-out before RL: " + format_metrics(record.before))
     ref_model = None
-    if cfg.algo.kl_coef > 0:
+    if cfg.algo.kl_coef > 0 and not cfg.model.lora_rank:
         ref_model = _reference_model(model, cfg, record, run_dir, device, ckpt)
     if comm.enabled:
         shard = {"device": device, "activation_checkpointing":
@@ -122,6 +133,8 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
         model = shard_model(model, comm, **shard)
         if ref_model is not None:
             ref_model = shard_model(ref_model, comm, **shard)
+    if cfg.algo.kl_coef > 0 and cfg.model.lora_rank:  # the base: the adapters off, no copy
+        ref_model = AdaptersOff(model)
     optimizer, scheduler = _optimizer(model, cfg)
     episodes = _episodes(cfg, tokenizer, engine, heldout, comm)
     return TrainState(config=cfg, run_dir=run_dir, device=device, model=model,
@@ -216,11 +229,47 @@ def _reference_model(model: torch.nn.Module, cfg: TrainConfig, record: RunRecord
             f"algo.kl_coef > 0 but checkpoint {ckpt['path']} records no KL reference model "
             "(the run started with algo.kl_coef=0); resume with algo.kl_coef=0 or start a "
             "new run")
+    _, dtype = resolve_device(cfg.model.device, cfg.model.dtype)
+    return load_reference(_saved_reference(record, ckpt, run_dir), device=device, dtype=dtype)
+
+
+def _saved_reference(record: RunRecord, ckpt: dict, run_dir: Path) -> Path:
+    """The directory ``record.reference`` names for a checkpoint (a relative one lies in the
+    checkpoint's run directory); the record keeps an absolute path once resumed elsewhere."""
     path = Path(ckpt["path"]).parent.parent / record.reference  # an absolute one stays as is
     if path.resolve().parent != run_dir.resolve():  # resumed into another directory
         record.reference = str(path.resolve())
-    _, dtype = resolve_device(cfg.model.device, cfg.model.dtype)
-    return load_reference(path, device=device, dtype=dtype)
+    return path
+
+
+def _with_lora(model: torch.nn.Module, cfg: TrainConfig, record: RunRecord, run_dir: Path,
+               device: torch.device, ckpt: dict | None, comm: Comm) -> torch.nn.Module:
+    """The policy with LoRA adapters (``model.lora_rank``) on its frozen base, which
+    ``record.reference`` names like the KL reference: ``model.path`` when RL starts from it
+    unchanged, else a copy written once to ``<run dir>/reference/``. A resumed run reloads
+    that base, then the checkpoint's adapter (a sharded one restores both later)."""
+    if ckpt is None:
+        if cfg.model.path is not None and not record.warmstart.get("warmstart/steps"):
+            record.reference = str(resolve_model_dir(cfg.model.path).resolve())
+        else:
+            if comm.is_main:
+                save_reference(model, run_dir / REFERENCE_DIR)
+            comm.barrier()
+            record.reference = REFERENCE_DIR
+        return add_lora(model, cfg.model, base=str((run_dir / record.reference).resolve()))
+    adapter = Path(ckpt["path"]) / ADAPTER_DIR
+    if record.reference is None or not (adapter.is_dir() or is_sharded(ckpt["path"])):
+        raise ValueError(f"model.lora_rank={cfg.model.lora_rank} but checkpoint {ckpt['path']} "
+                         "holds no LoRA adapter (the run trained the full model); resume with "
+                         "model.lora_rank=0 or start a new run")
+    base = _saved_reference(record, ckpt, run_dir)
+    if cfg.model.path is None or base.resolve() != resolve_model_dir(cfg.model.path).resolve():
+        _, dtype = resolve_device(cfg.model.device, cfg.model.dtype)
+        model.load_state_dict(load_reference(base, device=device, dtype=dtype).state_dict())
+    model = add_lora(model, cfg.model, base=str(base.resolve()))
+    if not is_sharded(ckpt["path"]):
+        load_adapter(model, adapter)
+    return model
 
 
 def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> tuple[
@@ -228,8 +277,8 @@ def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> tuple[
     """AdamW and its schedule, counted in optimizer updates (``ppo_epochs`` x mini-batches
     per step)."""
     o, a = cfg.optim, cfg.algo
-    optimizer = torch.optim.AdamW(model.parameters(), lr=o.lr, betas=o.betas,
-                                  weight_decay=o.weight_decay)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=o.lr, betas=o.betas,
+                                  weight_decay=o.weight_decay)  # the adapters only with LoRA
     per_step = a.ppo_epochs * math.ceil(a.train_prompts / a.mini_batch_prompts)
     total = max(1, o.steps * per_step)
     lam = make_lr_lambda(warmup_steps=min(o.warmup_steps, total - 1),  # total >= 1
