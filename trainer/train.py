@@ -29,11 +29,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+
+from verimath.trainer.run.launch import (  # noqa: F401 (interrupted_message: public here)
+    checkpoint_ranks,
+    clear_dir,
+    interrupted_message,
+    launch,
+    launched_by_verimath,
+    resume_command,
+)
 
 RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints")
 TRAINED_NOTHING = 3
@@ -137,18 +144,6 @@ def _resolve_resume(args: argparse.Namespace, echo):
              "and sampling RNGs do not continue as they would have (pass "
              f"--nproc {saved_ranks} to continue the run exactly)")
     return config, run_dir, resume
-
-
-def checkpoint_ranks(checkpoint: Path) -> int:
-    """How many processes wrote ``checkpoint`` (its manifest's ``ranks``; 1 when absent)."""
-    import json
-
-    from verimath.trainer.checkpoint.files import MANIFEST
-
-    try:
-        return int(json.loads((Path(checkpoint) / MANIFEST).read_text()).get("ranks", 1))
-    except (OSError, ValueError, AttributeError):
-        return 1
 
 
 def _unstarted_run(args: argparse.Namespace, echo):
@@ -279,38 +274,6 @@ def _replaces(args: argparse.Namespace) -> bool:
     return bool(args.overwrite or getattr(args, "restart", False))
 
 
-def launched_by_verimath() -> bool:
-    """True in a rank started by ``verimath train --nproc N`` (the launcher speaks for it)."""
-    from verimath.trainer.run.guard import LAUNCHER_ENV
-
-    return bool(os.environ.get(LAUNCHER_ENV))
-
-
-def launch(args: argparse.Namespace, run_dir: Path) -> int:
-    """``verimath train --nproc N``: the same command on N torchrun processes (one node)."""
-    argv = ["--output-dir", str(run_dir), *(["--config", args.config] if args.config else []),
-            *(["--resume", args.resume] if args.resume else []),
-            *(["--overwrite"] if args.overwrite else []),
-            *(["--allow-config-change"] if args.allow_config_change else []), *args.overrides]
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-               str(args.nproc), "--standalone", "-m", "verimath.trainer.train", *argv]
-    from verimath.trainer.run.guard import LAUNCHER_ENV, die_with_parent
-
-    _stderr(f"launching {args.nproc} processes: {' '.join(command[2:])}")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHER_ENV: str(os.getpid())}
-    process = subprocess.Popen(command, env=env, preexec_fn=die_with_parent)  # noqa: PLW1509
-    try:
-        return process.wait()
-    except KeyboardInterrupt:  # the ranks got it too: let them stop, then speak once for them
-        try:
-            process.wait(timeout=60)
-        except (KeyboardInterrupt, subprocess.TimeoutExpired):
-            process.kill()
-        print(f"\nverimath train: {interrupted_message(run_dir, nproc=args.nproc)}",
-              file=sys.stderr)
-        return 130
-
-
 def new_run_dir(root: str | Path = "runs", name: str = "run") -> Path:
     """A fresh ``root/<name>-<UTC timestamp>`` directory path (suffixed if it exists)."""
     base = Path(root) / f"{name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
@@ -399,36 +362,6 @@ def trained_something(summary: dict, say) -> bool:
         "wrong, so no response had an advantage and the model is the one RL started with "
         f"(the warning above names the likely cause); exit code {TRAINED_NOTHING}")
     return False
-
-
-def clear_dir(run_dir: Path) -> None:
-    """Delete what ``run_dir`` holds, keeping the directory (and the lock held on it)."""
-    for child in Path(run_dir).iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
-
-
-def interrupted_message(run_dir: Path, *, nproc: int = 1) -> str:
-    """What an interrupted run left: its latest complete checkpoint and how to continue
-    (on ``nproc`` processes)."""
-    from verimath.trainer.checkpoint.files import latest_checkpoint
-
-    command = resume_command(run_dir, nproc)
-    latest = latest_checkpoint(Path(run_dir) / "checkpoints")
-    if latest is None:
-        return (f"interrupted before the first checkpoint; `{command}` starts the run again "
-                "from step 0 with its config.yaml (lower logging.save_every to checkpoint "
-                "more often)")
-    return (f"interrupted; the latest complete checkpoint is {latest} (metrics.jsonl lines after "
-            f"it are replaced on resume); continue with: {command}")
-
-
-def resume_command(run_dir: Path, nproc: int = 1) -> str:
-    """``verimath train [--nproc N] --resume DIR``: the same number of processes continues
-    the run exactly."""
-    return f"verimath train {f'--nproc {nproc} ' if nproc > 1 else ''}--resume {run_dir}"
 
 
 def __getattr__(name: str):
