@@ -5,10 +5,10 @@ Module imports go one way, an arrow pointing at what a module imports
 (``tests/rewards/test_imports.py`` checks it, function-level imports included)::
 
     adapters, cli -> batch, correctness, explain -> pool -> pool_worker -> equivalence
-    equivalence -> lists -> notation -> extract, fast_path, plain_math
+    equivalence -> lists -> notation -> boxes, fast_path, plain_math
     equivalence -> polynomials, size_guard, rules, probe -> tolerance
-    batch, correctness -> extract -> free_form -> chunks, phrases;  extract -> markers
-    batch -> overlong
+    batch, correctness -> extract -> boxes, markers, free_form -> chunks, phrases
+    batch -> overlong;  lists, notation, free_form, polynomials -> brackets
 
 Public API (stable names):
     extract_answer, extract_with_path, is_equivalent, correctness_reward, score, explain,

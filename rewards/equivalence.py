@@ -8,12 +8,15 @@ Public functions (names and signatures are a contract with ``rewards/pool.py``):
     ``False`` only when they certainly differ, ``None`` when the symbolic path must decide.
 ``symbolic_verdict(pred, gold)``
     math-verify in this process, with no timeout of its own: callers bound its time (the
-    scoring pool runs it in a worker process and kills that worker on timeout).
+    scoring pool runs it in a worker process and kills that worker on timeout). Its verdict
+    is then cross-checked by ``probe.probe_verdict`` (a numeric probe at seeded random points
+    of the common real domain, and relations normalized), which overrules it when it decides.
 ``is_equivalent(pred, gold, *, mode, timeout)`` (in ``correctness.py``, above the pool)
     The fast path, then (mode ``"symbolic"`` only) the symbolic path in the scoring pool.
 
-Both verdicts first align the pair's notation (``notation.align_pair``): the math of a
-prediction wrapped in words, relations as intervals, matrices as ``pmatrix``, decimal
+Both verdicts first align the pair's notation (``notation.align_pair``): plain-text
+calculator notation read into LaTeX (``plain_math``), the math of a prediction wrapped in
+words, relations as intervals, matrices as ``pmatrix``, decimal
 commas, ``\\pm``, stray trailing backslashes.
 
 What counts as the same answer (``normalize_answer``): spacing commands, ``$``,
@@ -33,8 +36,12 @@ not is decided by the gold: a gold tuple ``(a, b)`` keeps its order (a bare ``a,
 prediction is read in order); a gold written as a bare list ``a, b`` or a set
 ``\\{a, b\\}`` matches a bare list or a set of the same elements in any order. Matrices
 are compared cell by cell (shapes must agree). Distinct
-integers always differ; other unequal numbers differ unless math-verify's rounding to 6
-decimal places could merge them (then it decides). Products of a rational, square roots
+integers always differ; a decimal against an exact number follows ``tolerance`` (a decimal
+gold is a rounded exact value; a decimal prediction must equal an exact gold); other unequal
+numbers differ unless math-verify's rounding to 6 decimal places could merge them (then it
+decides). Before any of this, the written rules of ``rules`` decide letter case (``X`` is
+not ``x``; choice letters and words ignore case) and value vs equation (``2`` is ``y = 2``,
+``x = 2`` is not ``y = 2``). Products of a rational, square roots
 and ``\\pi`` are compared exactly (``2\\sqrt{3}`` = ``\\sqrt{12}`` = ``\\sqrt3\\cdot2``,
 ``\\frac{\\pi}{2}`` = ``\\frac12\\pi``), and so are polynomials in one variable with
 rational coefficients (``(x+6)^2`` = ``x^2+12x+36``) and quotients of them

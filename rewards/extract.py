@@ -25,27 +25,37 @@ Styles (``extract_answer(text, style=...)``):
     ``\\boxed 5`` gives the next token (up to whitespace or ``$``). A last box that is empty or
     never closed gives ``None``, not an earlier box: the model's final box is its answer.
 ``"auto"``
-    ``"dapo"`` first, then ``"boxed"`` when the text has no usable ``Answer:`` line. The
-    strict format of the paper, for training: a policy rewarded for answers found anywhere
-    learns to stop writing them where they belong.
+    The final-answer formats of ``markers`` first: text inside ``<think>...</think>`` is
+    never read (an unclosed ``<think>``: no answer); the last ``<answer>...</answer>`` is the
+    answer (its box content when it holds a box; empty: no answer); a last non-blank line
+    ``A: 71`` gives ``71`` (a ``Q:`` line after an ``A:`` line ends the response). Then the
+    ``"dapo"`` rule with ``Final Answer:`` and ``The answer is:`` also read as labels, then
+    ``"boxed"`` when the text has no usable label. The strict format, for training: a
+    policy rewarded for answers found anywhere learns to stop writing them where they belong.
 ``"flexible"``
     For evaluation and data filtering of free-form output, in the spirit of math-verify's
-    priorities: (1) the last usable ``Answer:`` line, where a line that holds words gives
-    the math stated in it (``Final Answer: The largest $n$ is 34.`` gives ``34``); (2) the
+    priorities: (0) the formats of ``"auto"`` (tags, a final ``A:`` line; a sentence there
+    gives the math it states, ``A: 3 + 4 = 7`` gives ``7``); (1) the last usable ``Answer:``
+    line (also ``Final Answer:``, ``The answer is:``; a short line without math, such as
+    ``Answer: Monday``, is an answer in words unless a box follows), where a line that holds
+    words gives the math stated in it (``Final Answer: The largest $n$ is 34.`` gives ``34``); (2) the
     last ``\\boxed{}`` (boxes that only connectors separate form one list:
     ``boxed_answer``); (3) the math after the last final-answer phrase in any of a dozen
     languages (``The final answer is``, ``答案是``, ``La réponse est``, ``La respuesta es``,
     ``Die Antwort ist``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...; see
     ``phrases.ANSWER_PHRASE``); (4) the last math of the response (the last ``$...$`` or
     bare number or expression). Chunks joined by ``and``/``or``/commas form one list answer
-    (``$x=1$ or $x=2$`` gives ``1, 2``). A step whose sentence negates or hedges
+    (``$x=1$ or $x=2$`` gives ``1, 2``). A response whose writer refuses (``I cannot solve
+    this``: ``markers.refuses``) has no last math; without any math, a worded choice (``the
+    correct option is (B)``) gives its letter. A step whose sentence negates or hedges
     (``the answer is not 5``, ``5, or maybe 6``) gives ``None`` at once: later steps are not
     tried, so hedging never earns a fallback.
 
 ``None`` means "no answer": callers score it as incorrect (no partial credit).
 
-``answer_core(pred)`` is the math of a prediction that still carries words: a box content,
-or the math stated in the sentence (``Therefore $x \\geq 5$ is the solution.`` gives
+``answer_core(pred)`` is the math of a prediction that still carries words: what the
+flexible style reads from it when it holds a label, a tag or an ``A:`` line (``Answer: X``
+is ``X``), else a box content, or the math stated in the sentence (``Therefore $x \\geq 5$ is the solution.`` gives
 ``x \\geq 5``); a prediction without words is returned as it is.
 """
 
@@ -53,6 +63,7 @@ from __future__ import annotations
 
 import re
 
+from verimath.rewards.boxes import BOX_OPENER, box_content, boxed_answer, last_box
 from verimath.rewards.chunks import has_prose
 from verimath.rewards.free_form import final_value, last_phrase_segment, pick_answer
 from verimath.rewards.markers import (
@@ -71,17 +82,6 @@ STYLES = ("auto", "dapo", "boxed", "flexible")
 PATHS = ("tag", "a_line", "answer_line", "box", "phrase", "last_math", "none")
 
 _ANSWER_MARK = re.compile(r"\banswer\s*[:\uff1a]", re.IGNORECASE)  # also the full-width colon
-_BOX_OPENER = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
-# What may separate boxes that form one list: spaces, commas, "and"/"or", \quad, \text{...},
-# math delimiters, and the name of the next value ("\boxed{1} and y_2 = \boxed{2}").
-_BOX_JOINER = re.compile(
-    r"(?:\s|[,;$.&]|\\[,;!()\[\]]|\\q?quad|\\\\|\\text\{[^{}\\]*\}|\band\b|\bor\b"
-    r"|[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*=)*"
-)
-_LIST_WORD = re.compile(r"\band\b|\bor\b|,")
-_JOINED_BOXES = 8
-_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
-_BARE_TOKEN = re.compile(r"[^\s$]+")
 _NON_BLANK = re.compile(r"\S")
 _WRAPPERS = (("\\(", "\\)"), ("\\[", "\\]"))
 _DISPLAY = {"$$": "$$", "\\[": "\\]"}  # display-math openers and their closers
@@ -126,7 +126,7 @@ def extract_with_path(text: str, style: str = "auto") -> tuple[str | None, str]:
     if style == "dapo":
         return _with_path(_extract_dapo(text), "answer_line")
     if style == "boxed":
-        return _with_path(_extract_boxed(text), "box")
+        return _with_path(last_box(text), "box")
     flexible = style == "flexible"
     body = after_think(text)
     if body is None:
@@ -145,7 +145,7 @@ def extract_with_path(text: str, style: str = "auto") -> tuple[str | None, str]:
     found = _extract_dapo(body, mark=MARK)
     if found is not None:
         return found, "answer_line"
-    return _with_path(_extract_boxed(body), "box")
+    return _with_path(last_box(body), "box")
 
 
 def _with_path(answer: str | None, path: str) -> tuple[str | None, str]:
@@ -157,7 +157,7 @@ def _segment_answer(segment: str, flexible: bool) -> str | None:
     sentence states, else the cleaned text; ``None`` when empty or refused."""
     if not segment.strip():
         return None
-    if _BOX_OPENER.search(segment) is not None:
+    if BOX_OPENER.search(segment) is not None:
         return boxed_answer(segment)
     if flexible and has_prose(segment[:_PROSE_CHECK]):
         picked, refused = pick_answer(segment, anchored=True)
@@ -244,9 +244,9 @@ def _answer_after(
     if found is None:
         return None
     start, line = found
-    box = _BOX_OPENER.search(line)
+    box = BOX_OPENER.search(line)
     if box is not None:
-        boxed = _box_content(text, start + box.start(), start + box.end())
+        boxed = box_content(text, start + box.start(), start + box.end())
         if boxed is not None:  # "Answer: \boxed{}" is an empty answer
             return _clean(boxed)
     if flexible and has_prose(line[:_PROSE_CHECK]):
@@ -316,103 +316,3 @@ def _strip_unescaped(answer: str, char: str) -> str:
     if core.endswith("\\") and len(core) < len(stripped):
         core += char
     return core
-
-
-def boxed_answer(text: str, *, every: bool = False) -> str | None:
-    """The last box, or the last boxes joined into one list when only connectors separate
-    them (``\\boxed{1}, \\boxed{2}`` or ``\\boxed{(2, 2)} \\quad\\text{and}\\quad
-    \\boxed{(6, 2)}`` give ``1, 2`` and ``(2, 2), (6, 2)``); at most ``_JOINED_BOXES`` boxes.
-    A list never equals a single gold, so several boxed guesses gain nothing. ``every``
-    (for a gold, which is trusted) also joins boxes that a few words with ``and``, ``or`` or
-    a comma separate (``\\boxed{1} papers and \\boxed{2} bins``)."""
-    found = []
-    end = len(text)
-    for _ in range(_JOINED_BOXES):
-        start = _last_box_before(text, end)
-        if start is None:
-            break
-        opener = _BOX_OPENER.match(text, start)
-        content = _box_content(text, start, opener.end())
-        closing = _box_end(text, opener.end())
-        if content is None or not content.strip() or closing is None:
-            break
-        if found and not _joined(text, closing, found[-1][0], every):
-            break
-        found.append((start, content.strip()))
-        end = start
-    if not found:
-        return None
-    return ", ".join(content for _, content in reversed(found))
-
-
-def _joined(text: str, start: int, end: int, loose: bool) -> bool:
-    """Whether ``text[start:end]``, between two boxes, joins them into one list."""
-    if _BOX_JOINER.fullmatch(text, start, end):
-        return True
-    return loose and end - start <= 40 and _LIST_WORD.search(text, start, end) is not None
-
-
-def _last_box_before(text: str, end: int) -> int | None:
-    index = max(text.rfind("\\boxed", 0, end), text.rfind("\\fbox", 0, end))
-    while index >= 0 and not _BOX_OPENER.match(text, index):
-        index = max(text.rfind("\\boxed", 0, index), text.rfind("\\fbox", 0, index))
-    return index if index >= 0 else None
-
-
-def _box_end(text: str, opener_end: int) -> int | None:
-    """Index just after the box whose command ends at ``opener_end`` (its closing brace)."""
-    i = opener_end
-    while i < len(text) and text[i] in " \t":
-        i += 1
-    if i >= len(text) or text[i] != "{":
-        bare = _BARE_TOKEN.match(text, i)
-        return None if bare is None else bare.end()
-    close = _matching_brace(text, i)
-    return None if close is None else close + 1
-
-
-def _extract_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed``/``\\fbox`` in ``text`` (see the module docstring)."""
-    last = None
-    for match in _BOX_OPENER.finditer(text):
-        last = match
-    if last is None:
-        return None
-    content = _box_content(text, last.start(), last.end())
-    if content is None:
-        return None
-    return content.strip() or None
-
-
-def _box_content(text: str, opener_start: int, opener_end: int) -> str | None:
-    """The argument of the box command spanning ``text[opener_start:opener_end]``.
-
-    ``None`` when the brace never closes. Linear: one scan of the text after the opener.
-    """
-    i = opener_end
-    n = len(text)
-    while i < n and text[i] in " \t":
-        i += 1
-    if i >= n:
-        return None
-    if text[i] != "{":
-        if i == opener_end:  # "\boxedx" is another command, not a box
-            return None
-        bare = _BARE_TOKEN.match(text, i)
-        return bare.group(0) if bare else None
-    close = _matching_brace(text, i)
-    return None if close is None else text[i + 1 : close]
-
-
-def _matching_brace(text: str, open_idx: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``open_idx``; escaped braces are skipped."""
-    depth = 0
-    for token in _BRACE_TOKEN.finditer(text, open_idx):
-        tok = token.group(0)
-        if tok == "{":
-            depth += 1
-        elif tok == "}":
-            depth -= 1
-            if depth == 0:
-                return token.start()
-    return None

@@ -22,9 +22,10 @@ option is (B).``), the flexible style's last resort when a response has no math.
 ``MARK`` finds answer labels read by ``"auto"`` and ``"flexible"``: ``Answer:``,
 ``Final Answer:`` and ``The answer is:`` (the colon is what makes it a label).
 
-Refusals (``refuses``): a response that says it cannot solve, answer or determine the
-problem (``I cannot solve this``, ``I don't know how to...``, ``I give up``, ``not enough
-information``) states no answer of its own; the flexible style's last-math fallback then
+Refusals (``refuses``): a response whose writer says they cannot solve, answer or
+determine the problem (``I cannot solve this``, ``I don't know how to...``, ``I give up``,
+``this question cannot be answered``, ``not enough information``; a person in the problem
+who "couldn't come" is no refusal) states no answer of its own; the flexible style's last-math fallback then
 gives ``None``, so numbers restated from the question earn nothing.
 """
 
@@ -43,12 +44,15 @@ _THINK_CLOSE = "</think>"
 _A_LINE = re.compile(r"[ \t>#*]*A[ \t*]*[:\uff1a]\**[ \t]*(?P<rest>\S.*?)[ \t\r]*\Z", re.DOTALL)
 _VERB = r"(?:solve|answer|determine|compute|calculate|find|figure|work\s+out|proceed|tell|say)"
 _REFUSAL = re.compile(
-    r"\b(?:can\s*not|can['’]?t|could\s*not|couldn['’]?t|unable\s+to|not\s+able\s+to"
-    r"|don['’]?t\s+know|do\s+not\s+know|not\s+sure|impossible\s+to|no\s+way\s+to)\b"
+    r"\b(?:i|we)\s*(?:can\s*not|can['’]?t|could\s*not|couldn['’]?t|am\s+unable\s+to"
+    r"|are\s+unable\s+to|['’]?m\s+unable\s+to|am\s+not\s+able\s+to|['’]?m\s+not\s+able\s+to"
+    r"|are\s+not\s+able\s+to|don['’]?t\s+know|do\s+not\s+know)\b"
     rf"[^.!?\n]{{0,40}}?\b{_VERB}"
-    r"|\b(?:cannot|can['’]?t)\s+be\s+(?:solved|answered|determined)"
-    r"|\bi\s+(?:give\s+up|refuse)\b|\b(?:not\s+enough|insufficient|more)\s+information\b"
-    r"|\bi['’]?m\s+(?:sorry|not\s+sure)\b|\bsorry\b",
+    r"|\b(?:problem|question|this|it)\s+(?:cannot|can['’]?t|could\s*not)\s+be\s+"
+    r"(?:solved|answered|determined)"
+    r"|\bi\s+(?:give\s+up|refuse)\b|\b(?:not\s+enough|insufficient)\s+information\b"
+    r"|\bwithout\s+more\s+information\b|\bi['’]?m\s+(?:sorry|not\s+sure)\b"
+    r"|\bi\s+am\s+(?:sorry|not\s+sure)\b",
     re.IGNORECASE,
 )
 _REFUSAL_TAIL = 4000  # characters at the end of a response read for a refusal

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import re
 
+from verimath.rewards.boxes import boxed_answer
 from verimath.rewards.brackets import closing_index
-from verimath.rewards.extract import boxed_answer
 from verimath.rewards.fast_path import parse_number
 from verimath.rewards.plain_math import to_latex
 
