@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from verimath.trainer.config import LoggingConfig
 from verimath.trainer.config_io import load_config
 from verimath.trainer.run.loop import train
+from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.progress import is_print_step, metric_line
 from verimath.trainer.run.setup import open_state
 
@@ -68,3 +69,7 @@ def test_a_run_prints_its_lines_with_and_without_the_bar(tmp_path, capsys, progr
     assert all("tok/s" in line and "acc " in line for line in shown)
     if progress:  # printed through the bar, not the run's echo
         assert not [line for line in echoed if line.startswith("step ")]
+    for record in read_metrics(tmp_path / "metrics.jsonl"):  # the line's reward: all responses
+        accuracy = record["reward/accuracy"]
+        # +1 right, -1 wrong, plus a length penalty in [-1, 0]
+        assert 2 * accuracy - 2 <= record["reward/mean"] <= 2 * accuracy - 1 + 1e-9
