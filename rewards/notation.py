@@ -6,8 +6,9 @@ math-verify compare like with like. Pure, bounded work (inputs longer than
 
 0. A gold that holds a ``\\boxed{}`` (a worked solution passed as the gold) is its box
    content (``extract.boxed_answer``).
-0b. Plain calculator notation (``sqrt(2)/2``, ``x**2``, ``2 1/4``) is read into LaTeX
-   (``plain_math.to_latex``), on both sides.
+0b. Plain calculator notation (``sqrt(2)/2``, ``x**2``, ``2 1/4``, ``[2, oo)``) is read into
+   LaTeX (``plain_math.to_latex``), and a repeating decimal (``0.\\overline{3}``) is written
+   as its fraction, on both sides.
 1. A stray trailing backslash or ``\\\\`` (a line break) at the end of either side is dropped.
 2. ``x \\in I`` is ``I``; a relation in one variable (``-2 \\le x \\le 7``, ``x > 3``,
    ``5 \\geq y``, ``x \\ne 2``, and unions written with ``or``) becomes its interval
@@ -83,6 +84,7 @@ def align_pair(pred: str, gold: str) -> tuple[str, str]:
     if "\\boxed" in gold or "\\fbox" in gold:  # a gold written as a worked answer
         gold = boxed_answer(gold, every=True) or gold
     pred, gold = to_latex(pred), to_latex(gold)
+    pred, gold = repeating_decimal(pred), repeating_decimal(gold)
     pred = strip_trailing_backslash(pred)
     gold = strip_trailing_backslash(gold)
     pred, gold = _align_intervals(pred, gold)
@@ -91,6 +93,23 @@ def align_pair(pred: str, gold: str) -> tuple[str, str]:
     pred, gold = _decimal_comma(pred, gold), _decimal_comma(gold, pred)
     pred, gold = _expand_plus_minus(pred, gold), _expand_plus_minus(gold, pred)
     return pred, gold
+
+
+_REPEATING = re.compile(r"\s*(-?)(\d*)\.(\d*)\\overline\{(\d{1,12})\}\s*")
+
+
+def repeating_decimal(text: str) -> str:
+    """``0.\\overline{3}`` as ``\\frac{1}{3}``, ``1.2\\overline{45}`` as ``\\frac{137}{110}``."""
+    match = _REPEATING.fullmatch(text) if len(text) < 60 else None
+    if match is None:
+        return text
+    sign, whole, fixed, period = match.groups()
+    if len(fixed) > 12:
+        return text
+    head = int((whole or "0") + fixed)
+    num = int((whole or "0") + fixed + period) - head
+    den = 10 ** len(fixed) * (10 ** len(period) - 1)
+    return f"{sign}\\frac{{{num}}}{{{den}}}"
 
 
 def _align_intervals(pred: str, gold: str) -> tuple[str, str]:

@@ -35,6 +35,9 @@ _TRIGGER = re.compile(
     r"\*|\^\s*\(|\b(?:sqrt|cbrt|abs|exp|log|ln|sin|cos|tan|sec|csc|cot|arcsin|arccos|arctan"
     r"|asin|acos|atan|sinh|cosh|tanh)\b|(?<![A-Za-z])(?:pi|oo|inf|infinity)\b|[<>!]=|[0-9]\s+[0-9]+\s*/\s*[0-9]"
 )
+_END = r"\s*[-+]?\s*(?:[0-9./]+|oo|inf|infinity)\s*"
+_INTERVAL = re.compile(rf"\s*[\[(]{_END},{_END}[\])]\s*")
+_INFINITY = re.compile(r"(?<![A-Za-z])(?:oo|infinity|inf)(?![A-Za-z])")
 _MIXED = re.compile(r"\s*([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)\s*")
 _FUNCTIONS = {
     "sin": "\\sin", "cos": "\\cos", "tan": "\\tan", "sec": "\\sec", "csc": "\\csc",
@@ -54,6 +57,8 @@ def to_latex(text: str) -> str:
     """``text`` in LaTeX when it is plain calculator notation, else ``text`` unchanged."""
     if not isinstance(text, str) or len(text) > MAX_CHARS or "\\" in text:
         return text
+    if _INTERVAL.fullmatch(text):
+        return _INFINITY.sub(r"\\infty", text)  # "[2, oo)": an interval, brackets kept
     if not _TRIGGER.search(text):
         return text
     mixed = _MIXED.fullmatch(text)

@@ -24,7 +24,10 @@ inside the functions, so importing ``verimath.rewards`` stays light.
       constant at every probe point: any non-zero constant for ``=`` and ``!=``, a positive one
       for inequalities. So ``b > a`` is ``a < b``, ``3 < 3y`` is ``y > 1``, ``2y = 4x + 6`` is
       ``y = 2x + 3`` and ``x + y = 5`` is ``y = 5 - x``.
-    * Anything else (sets, tuples, intervals, a relation against an expression): ``None``,
+    * Inequalities in one variable with polynomial sides (``|...|`` allowed), alone or joined
+      by and/or, against each other or against intervals: equal when their real solution
+      sets are (``x^2 \\le 9`` = ``|x| \\le 3`` = ``-3 \\le x \\le 3`` = ``[-3, 3]``).
+    * Anything else (sets, tuples, two intervals, a relation against an expression): ``None``,
       math-verify's verdict stands.
 """
 
@@ -51,6 +54,9 @@ def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "") -> bool 
     docstring); ``None`` when undecided. The texts are the answers as written."""
     import sympy
 
+    sets = _solution_sets(gold, pred)
+    if sets is not None:
+        return sets
     if isinstance(gold, sympy.core.relational.Relational) and isinstance(
         pred, sympy.core.relational.Relational
     ):
@@ -75,6 +81,48 @@ def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "") -> bool 
         return False
     constant = not (gold.free_symbols or pred.free_symbols)
     return True if constant or len(agree) >= MIN_POINTS else None
+
+
+def _solution_sets(gold, pred) -> bool | None:
+    """Inequalities in one variable against each other or against intervals: equal when
+    their real solution sets are (``x^2 \\le 9``, ``|x| \\le 3``, ``-3 \\le x \\le 3`` and
+    ``[-3, 3]``). Only polynomial sides (``|...|`` allowed): sympy solves those at once."""
+    a, b = _real_set(gold), _real_set(pred)
+    if a is None or b is None or (a[1] and b[1]):
+        return None  # two intervals: math-verify's call
+    return a[0] == b[0]
+
+
+def _real_set(obj):
+    """``(set, is_interval)`` of an interval or a one-variable polynomial inequality (an
+    ``and``/``or`` of them too), else None."""
+    import sympy
+    from sympy.core.relational import Relational
+
+    if isinstance(obj, (sympy.Interval, sympy.Union)):
+        return (obj, True) if all(isinstance(a, sympy.Interval) for a in _pieces(obj)) else None
+    if isinstance(obj, sympy.FiniteSet) and obj and all(isinstance(e, Relational) for e in obj):
+        obj = sympy.Or(*obj)  # "x < 1 or x > 2", as math-verify reads it
+    if not isinstance(obj, (Relational, sympy.And, sympy.Or)) or len(obj.free_symbols) != 1:
+        return None
+    (x,) = obj.free_symbols
+    relations = obj.atoms(Relational) if not isinstance(obj, Relational) else {obj}
+    for rel in relations:
+        if isinstance(rel, (sympy.Eq, sympy.Ne)):
+            return None
+        side = (rel.lhs - rel.rhs).replace(sympy.Abs, lambda e: e)
+        if not side.is_polynomial(x) or sympy.degree(side, x) > 4:
+            return None
+    try:
+        return obj.as_set(), False
+    except Exception:  # sympy cannot solve it: no verdict
+        return None
+
+
+def _pieces(obj):
+    import sympy
+
+    return obj.args if isinstance(obj, sympy.Union) else (obj,)
 
 
 def _relations(gold, pred) -> bool | None:

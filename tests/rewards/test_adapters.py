@@ -172,7 +172,7 @@ def test_adapters_agree_with_score_batch_and_with_each_other(items):
     assert all(b["acc"] == (b["score"] == 1.0) for b in batch)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(ANSWERS, ANSWERS)
 def test_several_attempts_never_earn_more_than_one_answer(gold, other):
     """The multi-attempt rule: flexible scores a response that offers the gold among other

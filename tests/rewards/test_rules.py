@@ -105,7 +105,11 @@ def test_identities_relations_and_numbers(pred, gold, expected):
     [
         ("\\sqrt[3]{-8}", "-2", True), ("\\sqrt{x}\\sqrt{y}", "\\sqrt{xy}", True),
         ("\\sqrt{(x-1)^2}", "x-1", False), ("log(x)", "\\ln x", True), ("\\infty", "oo", True),
+        ("[2, oo)", "x \\ge 2", True), ("0.\\overline{142857}", "\\frac17", True),
+        ("0.\\overline{3}", "0.3", False), ("-3 \\le x \\le 3", "|x| \\le 3", True),
+        ("x^2 \\le 9", "[-3, 3]", True), ("x^2 < 9", "[-3, 3]", False),
+        ("x<1 \\text{ or } x>2", "(-\\infty,1)\\cup(2,\\infty)", True),
     ],
 )
-def test_real_domain_roots_and_plain_logs(pred, gold, expected):
+def test_real_domain_roots_plain_logs_and_solution_sets(pred, gold, expected):
     assert is_equivalent(pred, gold) is expected
