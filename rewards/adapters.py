@@ -45,7 +45,9 @@ class TRLReward:
         Completions may be strings or conversations (lists of ``{"role", "content"}``
         messages, the last assistant message is scored). With ``max_length`` set, lengths are
         the token counts of TRL's ``completion_ids``. When TRL passes ``log_metric``, the
-        fraction of timed-out verifications and of answerless completions are logged.
+        fraction of timed-out verifications and of answerless completions are logged, and
+        the share of each extraction path and deciding rule (``verimath/path_box``,
+        ``verimath/rule_fast``...: ``BatchScores.path_shares``).
         """
         if self.gold_key not in kwargs:
             columns = sorted(k for k in kwargs if k not in _TRL_EXTRAS)
@@ -68,6 +70,8 @@ class TRLReward:
         if callable(log_metric) and len(scores):
             log_metric("verimath/timed_out_frac", float(scores.timed_out.mean()))
             log_metric("verimath/no_answer_frac", sum(e is None for e in scores.extracted) / len(scores))
+            for key, share in scores.path_shares().items():  # reward/path_box -> verimath/path_box
+                log_metric("verimath/" + key.split("/", 1)[1], share)
         return scores.reward.tolist()
 
 

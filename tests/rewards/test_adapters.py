@@ -38,7 +38,9 @@ def test_gold_key_and_overlong_penalty_from_completion_ids():
 def test_logs_timeouts_and_missing_answers_when_trl_offers_log_metric():
     logged = {}
     make_trl_reward()(COMPLETIONS, answer=GOLDS, log_metric=logged.__setitem__)
-    assert logged == {"verimath/timed_out_frac": 0.0, "verimath/no_answer_frac": 0.25}
+    assert logged["verimath/timed_out_frac"] == 0.0 and logged["verimath/no_answer_frac"] == 0.25
+    assert logged["verimath/path_answer_line"] == 0.5 and logged["verimath/path_box"] == 0.25
+    assert logged["verimath/rule_no_answer"] == 0.25 and logged["verimath/rule_fast"] == 0.75
 
 
 def test_trl_reward_is_picklable_and_named():
