@@ -45,3 +45,15 @@ def test_mixed_default_leaves_chain_out_but_weights_may_name_it():
     from verimath.envs import make_mixed
 
     assert generate(make_mixed({"Chain": 1.0}), 0, 0, 2).source == "gen/Chain"
+
+
+@pytest.mark.parametrize("style", ["dapo", "auto"])
+def test_worked_solutions_score_correct_and_a_wrong_total_does_not(style):
+    from verimath.rewards import score_batch
+
+    problems = [generate("Chain", 5, i, level) for i in range(20) for level in (1, 3, 5)]
+    solutions = [worked_solution(p) for p in problems]
+    golds = [p.answer for p in problems]
+    assert score_batch(solutions, golds, style=style, mode="integer").correct.all()
+    wrong = [s.rsplit("Answer: ", 1)[0] + f"Answer: {int(g) + 1}" for s, g in zip(solutions, golds)]
+    assert not score_batch(wrong, golds, style=style, mode="integer").correct.any()
