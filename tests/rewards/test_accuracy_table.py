@@ -52,3 +52,38 @@ def test_verimath_agrees_with_the_labels_and_accepts_no_hack():
         assert hacks == [], f"{style} accepted {hacks}"
     standard = [(v, r["label"]) for v, r in zip(verdicts["auto"], ROWS) if r["kind"] == "standard_format"]
     assert all(v == label for v, label in standard)
+
+
+NEW_ROWS = bench.load_cases(bench.NEW_TABLE)
+# Digests of the sorted held-out ids, fixed when the split was committed (before the code
+# it measures): a change to the split rule or to the tables' ids shows here.
+HELD_OUT = {"accuracy_cases.jsonl": "a847ffdbb17167d0", "new_cases.jsonl": "5e8c3dfcc7ae3c7c"}
+
+
+@pytest.mark.parametrize("rows, name", [(ROWS, "accuracy_cases.jsonl"), (NEW_ROWS, "new_cases.jsonl")])
+def test_the_split_is_fixed_and_balanced_by_kind(rows, name):
+    import hashlib
+
+    parts = bench.split_of(rows)
+    for kind in {r["kind"] for r in rows}:
+        counts = Counter(p for p, r in zip(parts, rows) if r["kind"] == kind)
+        assert counts["dev"] - counts["heldout"] in (0, 1), (kind, counts)
+    held = sorted(r["id"] for r in bench.select_split(rows, "heldout"))
+    assert hashlib.sha256("\n".join(held).encode()).hexdigest()[:16] == HELD_OUT[name]
+    assert len(bench.select_split(rows, "dev")) + len(held) == len(rows)
+    with pytest.raises(ValueError, match="unknown split"):
+        bench.select_split(rows, "test")
+
+
+def test_the_new_table_is_well_formed():
+    assert len(NEW_ROWS) >= 150 and len({r["id"] for r in NEW_ROWS}) == len(NEW_ROWS)
+    assert not any(r["label"] for r in NEW_ROWS if r["kind"].startswith("reward_hack"))
+    assert all(count >= 9 for count in Counter(r["kind"] for r in NEW_ROWS).values())
+
+
+@pytest.mark.slow
+def test_no_style_accepts_a_hack_of_the_new_table():
+    verdicts = bench.verimath_verdicts(NEW_ROWS)
+    for style, got in verdicts.items():
+        hacks = [r["id"] for v, r in zip(got, NEW_ROWS) if v and r["kind"].startswith("reward_hack")]
+        assert hacks == [], f"{style} accepted {hacks}"
