@@ -339,7 +339,7 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
         return 130
     try:
         with state:
-            summary = train(state)
+            train(state)
     except Stopped as stop:  # SIGTERM, or too many NaN updates: a checkpoint was saved
         say(str(stop))
         return stop.exit_code
@@ -350,18 +350,12 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
         return 130
     finally:
         lock.release()
-    return 0 if trained_something(summary, say) else TRAINED_NOTHING
-
-
-def trained_something(summary: dict, say) -> bool:
-    """False (and says why) when RL steps ran in this session and none had a group to
-    learn from (``train``'s ``trained_nothing``)."""
-    if not summary.get("trained_nothing"):
-        return True
-    say("error: the run trained on nothing: in every step each group was all right or all "
-        "wrong, so no response had an advantage and the model is the one RL started with "
-        f"(the warning above names the likely cause); exit code {TRAINED_NOTHING}")
-    return False
+    if state.trained_nothing:
+        say("error: the run trained on nothing: in every step each group was all right or all "
+            "wrong, so no response had an advantage and the model is the one RL started with "
+            f"(the warning above names the likely cause); exit code {TRAINED_NOTHING}")
+        return TRAINED_NOTHING
+    return 0
 
 
 def __getattr__(name: str):
@@ -385,7 +379,8 @@ def run_torch_process(argv: list[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)
     from verimath.trainer.run.guard import watch_parent
 
-    watch_parent()  # this rank ends at once when torchrun or the launcher is gone
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a torchrun rank (not a lone process)
+        watch_parent()  # ends at once when torchrun or the launcher is gone
     comm = init_distributed()
     try:
         return main(args, comm=comm)

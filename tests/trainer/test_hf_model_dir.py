@@ -21,7 +21,9 @@ def model_dir(tmp_path_factory):
     tokenizer = make_char_tokenizer()
     tokenizer.chat_template = CHAT
     model = make_tiny_model(tokenizer, hidden_size=32, num_layers=1, num_heads=2, seed=0)
-    model.config.max_position_embeddings = 1024  # GSM8K prompts are long for the tiny model
+    # GSM8K prompts are long for a character tokenizer: 1,110 with the dapo template and chat
+    # turn, and verimath train refuses prompts that do not fit the model's positions
+    model.config.max_position_embeddings = 2048
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -52,7 +54,7 @@ def test_two_steps_from_a_local_model_on_prepped_gsm8k(shared_data, model_dir, t
         "algo.train_prompts=2", "algo.mini_batch_prompts=1", "algo.micro_batch_size=2",
         "algo.dynamic_sampling=false", "optim.steps=2", "logging.progress=false",
         "logging.plot=false", "eval.num_problems=0"])
-    assert code == 0
+    assert code in (0, 3)  # 3: finished, and the untrained model got every answer wrong
     assert len(seen) == 4  # 2 steps x 2 problems, each wrapped as a chat user turn
     for text in seen:
         assert text.startswith("<|user|>") and text.endswith("\n<|assistant|>")

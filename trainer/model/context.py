@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from verimath.envs import Problem
+from verimath.trainer.rollout.episodes import build_prompt_ids, format_prompts
 
 PROCEDURAL_SAMPLE = 256
 """Procedural training problems measured (the stream is endless; its lengths vary little)."""
@@ -26,8 +27,6 @@ def model_positions(model) -> int | None:
 def longest_prompt(tokenizer, problems: Iterable[Problem], *, template: str,
                    use_chat_template: bool, chunk: int = 512) -> tuple[int, Problem | None]:
     """``(tokens, problem)`` of the longest model-facing prompt among ``problems``."""
-    from verimath.trainer.rollout.episodes import build_prompt_ids, format_prompts
-
     best, which, batch = 0, None, []
 
     def measure(batch):

@@ -76,6 +76,9 @@ class TrainState:
     start_step: int = 0
     """The step this session started at (the checkpoint's step after a resume)."""
     resumed: bool = False
+    trained_nothing: bool = False
+    """Set by the training loop: steps ran in this session and none had a group to learn
+    from (``verimath train`` then exits with code 3)."""
     echo: Callable[[str], None] = print
     t_start: float = field(default_factory=time.perf_counter)
     closed: bool = False
