@@ -10,7 +10,8 @@ a run is a function of its seed and of the policy's answers, and both live in th
     rate decides, by `next_level`: above ``high`` -> one level up, below ``low`` -> one level
     down (within ``min_level..max_level``), otherwise stay; after a move the evidence starts
     over. Groups of problems posed at another level (generated before the move) are not
-    evidence.
+    evidence, nor are problems without ``meta["level"]`` (every family sets it; a custom
+    generator should too).
 
 ``skip_solved`` (dataset envs): a prompt that every sample solved on each of its last
     ``visits`` visits is settled and skipped when its turn comes; after ``recheck_after``
