@@ -28,6 +28,13 @@ this list says exactly where:
    per round adds ``verimath.rewards.overlong_penalty`` to each response's correctness, and
    the sum arrives here as ``Group.rewards`` (the ``rewards`` array below).
 
+With ``rollout.async_steps >= 1`` the episode source is
+``verimath.trainer.rollout.async_source.AsyncEpisodeSource``: rounds come from a generator
+process that samples the next steps while this one updates, every group tagged with the
+policy version that sampled it (``Group.step``) and holding that policy's log-probs, so its
+ratio is taken against them as for a surplus group; ``start_step``, ``after_collection`` and
+``step_metrics`` are the source's hooks (no-ops in one process).
+
 With several ranks (``verimath.trainer.run.distributed``) each rank runs this same function on
 its share of the prompts; the collectives are inside dynamic sampling, the update's token
 counts and the metrics, and :func:`balanced` pads every rank to the same number of groups so
@@ -39,6 +46,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import torch
 from verimath.trainer.algo.advantages import group_advantages
 from verimath.trainer.algo.batch import (
     keep_sampling_policy,
@@ -60,13 +68,15 @@ def rl_step(state: TrainState) -> dict[str, float]:
     cfg, algo, comm = state.config, state.config.algo, state.comm
     rng = np.random.default_rng([cfg.optim.seed, state.step])  # mini-batch order, resumable
     t0 = time.perf_counter()
+    state.episodes.start_step(state.step, state.model)  # async: version state.step of the policy
     carried = fresh_groups(state.surplus, [state.step - g.step for g in state.surplus],
-                           algo.max_staleness)
+                           algo.max_staleness + cfg.rollout.async_steps)
     groups, surplus, sampling = collect_informative(  # DAPO 2: dynamic sampling
         state.episodes.next_round, target_groups=algo.train_prompts,
         max_rounds=algo.max_gen_rounds, round_prompts=cfg.rollout.gen_prompts // comm.world,
         filter=algo.dynamic_sampling, adaptive=algo.adaptive_rounds, margin=algo.round_margin,
         min_round_prompts=algo.min_round_prompts, carried=carried, comm=comm)
+    state.episodes.after_collection()  # async: the next rounds generate during the update
     ages = _tag_and_age(groups + surplus, state.step)
     extra = {"sampling/stale_dropped": float(len(state.surplus) - len(carried)),
              "sampling/staleness_mean": float(np.mean(ages[:len(groups)])) if groups else 0.0}
@@ -83,7 +93,8 @@ def rl_step(state: TrainState) -> dict[str, float]:
         batch = pack_batch(padded, adv, pad_id=state.pad_id, device=state.device)
         batch.mask = overlong_filter_mask(batch.mask, batch.truncated,  # DAPO 4: filtering
                                           enabled=algo.overlong_filtering)
-        batch.old_logp = sequence_logprobs(state.model, batch, **fwd)  # pi_old, (N, S-1)
+        batch.old_logp = (torch.zeros_like(batch.mask) if _all_stored(padded, comm) else
+                          sequence_logprobs(state.model, batch, **fwd))  # pi_old, (N, S-1)
         use_sampling_policy(batch, padded)  # a group from an earlier step: the pi that sampled it
         keep_sampling_policy(state.model, balanced(state.surplus, state, new_only=True),
                              pad_id=state.pad_id, device=state.device, **fwd)
@@ -108,9 +119,16 @@ def rl_step(state: TrainState) -> dict[str, float]:
             state.skipped_in_a_row = state.skipped_in_a_row + 1 if update["optim/skipped"] else 0
         push = state.engine.sync_weights(state.model)  # the next rollouts sample the new policy
         extra.update({"time/weight_push": push.seconds, "compute/weight_push_bytes": push.bytes})
+    extra.update(state.episodes.step_metrics(groups))
     t2 = time.perf_counter()
     return step_metrics(sampling, state.episodes.pop_stats(), {**mean_metrics(updates), **extra},
                         groups, comm=comm, seconds_update=t2 - t1, seconds_step=t2 - t0)
+
+
+def _all_stored(groups: list[Group], comm) -> bool:
+    """True when every group holds the log-probs of the policy that sampled it (one
+    process: several ranks run the same forward passes whatever their groups)."""
+    return not comm.enabled and all(g.old_logprobs is not None for g in groups)
 
 
 def _tag_and_age(groups: list[Group], step: int) -> np.ndarray:

@@ -247,6 +247,19 @@ class EpisodeSource:
         s.correct += int(np.sum(correct))
         s.reward_sum += float(np.sum(rewards))
 
+    def start_step(self, step: int, model) -> None:
+        """Step ``step`` begins with ``model``; here the engine samples from the policy the
+        step pushes to it, so there is nothing to do (the asynchronous source,
+        ``verimath.trainer.rollout.async_source``, sends the weights to its generator)."""
+
+    def after_collection(self) -> None:
+        """The step's groups are in hand (the asynchronous source starts the next rounds)."""
+
+    def step_metrics(self, trained: list[Group]) -> dict[str, float]:
+        """Metrics of the source itself: none here (``async/`` ones for the asynchronous
+        source)."""
+        return {}
+
     def pop_stats(self) -> RoundStats:
         """The accounting since the last call, then reset it."""
         stats, self.stats = self.stats, RoundStats()

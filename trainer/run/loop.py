@@ -27,6 +27,8 @@ from pathlib import Path
 from verimath.trainer.algo.step import rl_step
 from verimath.trainer.checkpoint.run_state import save_state
 from verimath.trainer.evaluation.heldout import evaluate_heldout
+from verimath.trainer.rollout.async_source import GeneratorFailed
+from verimath.trainer.run.launch import resume_command
 from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
 from verimath.trainer.run.progress import bar_echo, is_print_step, metric_line, progress_bar
 from verimath.trainer.run.state import TrainState
@@ -63,7 +65,10 @@ def train(state: TrainState) -> dict:
         if not state.resumed and state.record.before:
             writer.write(0, state.record.before)  # step 0: the held-out start of RL
         while state.step < cfg.optim.steps:
-            metrics = rl_step(state)
+            try:
+                metrics = rl_step(state)
+            except GeneratorFailed as failed:  # async rollouts: the generator process is gone
+                raise _generator_stopped(state, failed) from failed
             state.step += 1
             state.record.generated_tokens += int(metrics["compute/generated_tokens"])
             state.record.trained_tokens += int(metrics["compute/trained_tokens"])
@@ -85,6 +90,14 @@ def train(state: TrainState) -> dict:
         bar.close()
         writer.close()
         state.echo = echo
+
+
+def _generator_stopped(state: TrainState, failed: GeneratorFailed) -> Stopped:
+    """Checkpoint step ``state.step`` (the failed step changed nothing) and say so."""
+    path = save_state(state)
+    return Stopped(f"{failed}\nthe run stopped at step {state.step} with the checkpoint {path}; "
+                   f"continue with: {resume_command(state.run_dir, state.comm.world)}",
+                   exit_code=1)
 
 
 def _stop_if_asked(state: TrainState, stop: _StopRequest) -> None:

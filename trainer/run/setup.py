@@ -47,6 +47,7 @@ from verimath.trainer.model.policy import (
     seed_everything,
 )
 from verimath.trainer.model.warmstart import warmstart
+from verimath.trainer.rollout.async_source import check_async
 from verimath.trainer.rollout.engine import RolloutEngine, SamplingParams
 from verimath.trainer.rollout.episodes import EpisodeSource, heldout_problems
 from verimath.trainer.rollout.factory import check_engine, make_engine
@@ -74,6 +75,7 @@ def open_state(config: TrainConfig, run_dir: str | Path, *, resume: str | Path |
     device, dtype = _device(cfg, comm)
     check_engine(cfg.rollout)
     check_lora(cfg.model)
+    check_async(cfg, comm)
     check_backend_packages(cfg.logging.backends)
     ckpt = load_checkpoint(resolve_checkpoint(resume), restore_rng=False) if resume else None
     record = RunRecord() if ckpt is None else saved_record(ckpt)
@@ -136,7 +138,7 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
     if cfg.algo.kl_coef > 0 and cfg.model.lora_rank:  # the base: the adapters off, no copy
         ref_model = AdaptersOff(model)
     optimizer, scheduler = _optimizer(model, cfg)
-    episodes = _episodes(cfg, tokenizer, engine, heldout, comm)
+    episodes = _episodes(cfg, tokenizer, engine, heldout, comm, model, echo)
     return TrainState(config=cfg, run_dir=run_dir, device=device, model=model,
                       tokenizer=tokenizer, engine=engine, heldout=heldout, record=record,
                       optimizer=optimizer, scheduler=scheduler, episodes=episodes,
@@ -287,15 +289,17 @@ def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> tuple[
 
 
 def _episodes(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase, engine: RolloutEngine,
-              heldout: list[Problem], comm: Comm) -> EpisodeSource:
-    """The training problem stream of this rank, scored by the configured reward."""
+              heldout: list[Problem], comm: Comm, model: torch.nn.Module | None = None,
+              echo: Callable[[str], None] = print) -> EpisodeSource:
+    """The training problem stream of this rank, scored by the configured reward (with
+    ``rollout.async_steps``, in a generator process holding a copy of ``model``)."""
     r = cfg.reward
     reward_kwargs = {"style": r.answer_style, "mode": r.mode, "timeout": r.timeout}
     if r.overlong_punishment:  # DAPO 4: soft overlong punishment, added by the env
         reward_kwargs.update(max_length=cfg.rollout.max_new_tokens,
                              cache_length=r.overlong_buffer)
-    return EpisodeSource(
-        tokenizer=tokenizer, engine=engine, params=sampling_params(cfg),
+    source = dict(
+        params=sampling_params(cfg),
         num_problems=cfg.rollout.gen_prompts // comm.world,
         group_size=cfg.rollout.group_size,
         template=cfg.model.prompt_template, use_chat_template=cfg.model.use_chat_template,
@@ -303,3 +307,8 @@ def _episodes(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase, engine: Roll
         seed=rank_seed(cfg.data.seed, comm.rank),  # each rank its own problems
         train_file=cfg.data.train_file, excluded={p.prompt for p in heldout},
         reward_kwargs=reward_kwargs, skip_containing=cfg.data.skip_containing)
+    if cfg.rollout.async_steps:
+        from verimath.trainer.rollout.async_source import make_async_source
+
+        return make_async_source(cfg, model, tokenizer, source, echo=echo)
+    return EpisodeSource(tokenizer=tokenizer, engine=engine, **source)

@@ -1,0 +1,132 @@
+"""The asynchronous episode source's schedule, against a generator served from a thread (the
+same messages as the generator process, synthetic groups): no group older than the bound is
+handed to a step, none twice, none lost, and versions never go back."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from multiprocessing.connection import Connection
+
+import numpy as np
+import pytest
+import torch
+import verimath.trainer.rollout.async_source as async_source
+from hypothesis import given
+from hypothesis import strategies as st
+from verimath.trainer.rollout.async_source import AsyncEpisodeSource, GeneratorFailed
+from verimath.trainer.rollout.episodes import RoundStats
+
+G = 4
+
+
+class ThreadWorker:
+    """A generator in a thread: answers ``generate`` with ``n`` groups named after the
+    request, tagged with the weights version it holds; records every version it sampled."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        their_in, my_out = os.pipe()
+        my_in, their_out = os.pipe()
+        self.inbox, self.outbox = Connection(my_in, writable=False), Connection(my_out,
+                                                                                readable=False)
+        self.theirs = Connection(their_in, writable=False), Connection(their_out,
+                                                                        readable=False)
+        self.sampled: list[int] = []
+        self.fail_at, self.alive = fail_at, True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.pid, self.exitcode = os.getpid(), None
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
+
+    def kill(self) -> None:
+        self.alive = False
+
+    def _serve(self) -> None:
+        inbox, outbox = self.theirs
+        inbox.recv()  # the spec
+        version = None
+        while True:
+            message = inbox.recv()
+            if message[0] == "stop":
+                break
+            if message[0] == "weights":
+                version = message[1]
+            elif message[0] == "state":
+                outbox.send(("state", {"episodes": {"started": True, "env": {}}, "rng": None}))
+            elif message[0] == "generate":
+                _, request, n, wanted = message
+                if request == self.fail_at:
+                    outbox.send(("error", "Traceback ...\nValueError: a broken reward"))
+                    break
+                assert wanted == version
+                self.sampled.append(version)
+                outbox.send(("round", _round(request, n, version)))
+        self.alive = False
+
+
+def _round(request: int, n: int, version: int) -> dict:
+    correct = (np.arange(G)[None, :] < 1 + np.arange(n)[:, None] % (G - 1)).tolist()
+    groups = [{"problem_id": f"r{request}-{i}", "prompt_ids": [1], "response_ids": [[2]] * G,
+               "rewards": [0.0] * G, "correct": correct[i], "truncated": [False] * G,
+               "logprobs": None, "step": None, "old_logprobs": [[0.0]] * G} for i in range(n)]
+    return {"request": request, "version": version, "groups": groups, "correct": correct,
+            "stats": dataclasses.asdict(RoundStats()), "seconds": 0.0, "idle": 0.0,
+            "stream": {"episodes": {"started": True, "env": {"at": request}}, "rng": None}}
+
+
+class Tokenizer:
+    pad_token_id = 0
+
+
+def _source(monkeypatch, k: int, worker: ThreadWorker) -> AsyncEpisodeSource:
+    monkeypatch.setattr(async_source, "start_worker", lambda: worker)
+    monkeypatch.setattr(async_source, "WorkerSpec", lambda **kw: "spec")
+    monkeypatch.setattr(torch, "save", lambda obj, f: f.write(b"x"))
+    return AsyncEpisodeSource(model=torch.nn.Linear(1, 1), tokenizer=Tokenizer(),
+                              source={"num_problems": 3}, async_steps=k, forward={}, seed=0,
+                              batch_size=1, echo=lambda _: None)
+
+
+@given(k=st.integers(1, 3), rounds=st.lists(st.integers(0, 3), min_size=1, max_size=8))
+def test_groups_are_fresh_enough_trained_once_and_versions_only_grow(k, rounds):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        worker = ThreadWorker()
+        src = _source(monkeypatch, k, worker)
+        handed, dropped, versions = [], 0, []
+        for step, count in enumerate(rounds):
+            src.start_step(step, torch.nn.Linear(1, 1))
+            for r in range(count):
+                groups, correct = src.next_round(r, 2 if r else None)
+                assert correct.shape == (len(groups), G)
+                ages = {step - g.step for g in groups}
+                assert len(ages) == 1 and 0 <= ages.pop() <= k  # the bound
+                versions.append(groups[0].step)
+                handed += [g.problem_id for g in groups]
+            src.after_collection()
+            dropped += src.step_metrics([])["async/stale_dropped"]
+        src.state_dict()  # waits for the rounds in flight
+        waiting = sum(len(r.groups) for r in src.waiting)
+        src.close()
+        assert len(handed) == len(set(handed))  # each group at most once
+        assert versions == sorted(versions)  # handed in version order
+        assert worker.sampled == sorted(worker.sampled)  # sampled in version order
+        assert len(handed) + dropped + waiting == src.received_groups  # none lost unseen
+
+
+def test_a_generator_exception_is_raised_in_the_trainer_with_its_traceback(monkeypatch):
+    src = _source(monkeypatch, 1, ThreadWorker(fail_at=1))
+    src.start_step(0, torch.nn.Linear(1, 1))
+    src.next_round(0)
+    src.after_collection()  # request 1 fails in the generator
+    src.start_step(1, torch.nn.Linear(1, 1))
+    with pytest.raises(GeneratorFailed, match="(?s)raised an exception:.*ValueError: a broken"):
+        src.next_round(0)
+    saved = src.state_dict()  # the stream as of the last round received
+    assert saved["env"] == {"at": 0} and saved["async"]["rounds"] == []
+    src.close()

@@ -1,0 +1,337 @@
+"""Asynchronous rollouts (``rollout.async_steps = k >= 1``): the episode source whose rounds
+are generated in another process while the trainer updates.
+
+:class:`AsyncEpisodeSource` has the interface of
+:class:`~verimath.trainer.rollout.episodes.EpisodeSource` that the dynamic sampler and the
+step use (``next_round``, ``pop_stats``, ``state_dict``, ``start_step``,
+``after_collection``, ``step_metrics``), so ``rl_step`` is the same function for both. The generator process
+(``verimath.trainer.rollout.async_worker``) holds its own copy of the policy, the problem
+stream and the scoring; the two processes run with their own torch threads (``model.threads``,
+1 when unset), so on two cores one generates while the other trains.
+
+The schedule, one round in the pipe per step of lookahead:
+
+- a step pulls rounds from a FIFO of requests (``next_round``); when none is waiting it asks
+  for one of the size the sampler wants and waits for it (``async/wait_rollouts``);
+- once the step's groups are in hand (``after_collection``), requests for full rounds are
+  sent until ``k`` rounds are waiting or in flight: they are generated during the update,
+  by the policy the trainer holds now (version ``s`` at step ``s``);
+- when step ``s + 1`` starts (``start_step``), the updated weights go to the generator as
+  version ``s + 1``. Weights and requests share one ordered pipe, so every round is sampled by a
+  known version and a run is reproducible.
+
+A group sampled by version ``v`` and handed to step ``s`` has staleness ``s - v`` (at most
+``k`` when each step takes one round). A round older than ``k`` is never trained on: it is
+dropped, counted (``async/stale_dropped``) and replaced by a fresh one. Groups keep the
+log-probs of the policy that sampled them (computed in the generator), so the step takes
+their ratio against that policy, as for the surplus of dynamic sampling; the surplus itself
+may then keep a group ``algo.max_staleness`` more steps.
+
+Checkpoints (``state_dict``) first wait for the rounds in flight, then store the rounds not
+yet trained with the generator's problem stream and RNG: a resumed run trains the same
+groups, in the same order, as the uninterrupted one (bit-identical on CPU). When the
+generator died, the checkpoint holds the stream as of the last round received; rounds lost
+in flight are generated again after the resume (same problems and RNG, but by the resumed
+policy version): no group is lost or trained twice, the run is no longer bit-identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import pickle
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from verimath.trainer.rollout.async_worker import Sender, WorkerSpec, start_worker
+from verimath.trainer.rollout.episodes import Group, RoundStats
+
+__all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "make_async_source"]
+
+POLL_SECONDS = 0.2
+STOP_SECONDS = 5.0
+
+
+class GeneratorFailed(RuntimeError):
+    """The rollout generator process raised an exception or died."""
+
+
+@dataclass
+class Round:
+    """One scored generation round from the generator, with the version that sampled it."""
+
+    request: int
+    version: int
+    groups: list[Group]
+    correct: np.ndarray
+    """``(P, G)`` bool."""
+    stats: RoundStats
+    seconds: float = 0.0
+    """Generator seconds spent on it (sampling, scoring, log-probs)."""
+    idle: float = 0.0
+    """Generator seconds spent waiting for a message before it (for weights or work)."""
+
+    @classmethod
+    def from_message(cls, d: dict) -> Round:
+        groups = [Group.from_dict(g) for g in d["groups"]]
+        for g in groups:
+            g.step = int(d["version"])
+        correct = np.asarray(d["correct"], dtype=bool).reshape(len(groups), -1)
+        return cls(request=int(d["request"]), version=int(d["version"]), groups=groups,
+                   correct=correct, stats=RoundStats(**d["stats"]),
+                   seconds=float(d.get("seconds", 0.0)), idle=float(d.get("idle", 0.0)))
+
+    def to_dict(self) -> dict:
+        return {"request": self.request, "version": self.version,
+                "groups": [g.to_dict() for g in self.groups],
+                "correct": self.correct.tolist(), "stats": dataclasses.asdict(self.stats)}
+
+
+def check_async(config, comm=None) -> None:
+    """ValueError naming the setting when ``rollout.async_steps`` cannot run with the rest
+    of ``config`` (several processes, LoRA)."""
+    k = config.rollout.async_steps
+    if not k:
+        return
+    if comm is not None and comm.enabled:
+        raise ValueError(f"rollout.async_steps={k} runs in one process; with several "
+                         "processes use rollout.async_steps=0")
+    if config.model.lora_rank:
+        raise ValueError(f"rollout.async_steps={k} does not support LoRA yet "
+                         f"(model.lora_rank={config.model.lora_rank}); use one or the other")
+
+
+class AsyncEpisodeSource:
+    """Scored rounds from a generator process; see the module docstring."""
+
+    def __init__(self, *, model, tokenizer, source: dict, async_steps: int, forward: dict,
+                 seed: int, batch_size: int, threads: int = 1, reward_workers: int = 0,
+                 echo=print, fail_after: int | None = None) -> None:
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        spec = WorkerSpec(model=buffer.getvalue(), tokenizer=pickle.dumps(tokenizer),
+                          source=source, forward=forward, pad_id=tokenizer.pad_token_id,
+                          seed=seed, batch_size=batch_size, threads=threads,
+                          reward_workers=reward_workers, fail_after=fail_after)
+        self.process = start_worker()
+        self.inbox, my_outbox = self.process.inbox, self.process.outbox
+        self.sender = Sender(my_outbox)
+        self.sender.send(spec)
+        self.policy, self.async_steps, self.echo = model, int(async_steps), echo
+        self.full = int(source["num_problems"])
+        self.version, self.sent_version, self.next_request = 0, None, 0
+        self.waiting: deque[Round] = deque()  # received, not yet handed to a step
+        self.in_flight: deque[int] = deque()  # requests sent, rounds not received
+        self.handed: list[Round] = []  # handed to the step being collected
+        self.stream: dict | None = None  # problem stream + RNG after the last round received
+        self.stats = RoundStats()
+        self._last_stream: dict | None = None
+        self.failure: GeneratorFailed | None = None
+        self.closed = False
+        self.received_groups = 0
+        self._reset_step_metrics()
+
+    # --- the EpisodeSource interface ---------------------------------------------------
+
+    def next_round(self, round_index: int, num_prompts: int | None = None
+                   ) -> tuple[list[Group], np.ndarray]:
+        """The oldest round waiting or in flight (else a new one of ``num_prompts``); a
+        round sampled more than ``async_steps`` versions ago is dropped and replaced."""
+        while True:
+            if not self.waiting and not self.in_flight:
+                self._request(num_prompts or self.full)
+            if not self.waiting:
+                t0 = time.perf_counter()
+                self._receive_round()
+                self.metrics["wait_rollouts"] += time.perf_counter() - t0
+            rnd = self.waiting.popleft()
+            self._account(rnd)
+            if self.version - rnd.version <= self.async_steps:
+                break
+            self.metrics["stale_dropped"] += len(rnd.groups)
+            self.echo(f"async rollouts: dropped {len(rnd.groups)} groups of policy version "
+                      f"{rnd.version} at version {self.version} (older than "
+                      f"rollout.async_steps={self.async_steps})")
+        self.handed.append(rnd)
+        self.metrics["rounds"] += 1
+        return rnd.groups, rnd.correct
+
+    def after_collection(self) -> None:
+        """The step's groups are in hand: start the next steps' rounds (up to
+        ``async_steps`` waiting or in flight), sampled by the current policy."""
+        self.handed = []
+        if self.failure is not None or not self.process.is_alive():
+            return  # next_round reports it
+        while len(self.waiting) + len(self.in_flight) < self.async_steps:
+            self._request(self.full)
+
+    def start_step(self, step: int, model) -> None:
+        """Step ``step`` begins with ``model``: version ``step`` of the policy, sent to the
+        generator for the rounds requested from now on."""
+        self.version, self.policy = int(step), model
+        if self.failure is None and self.sent_version != self.version:
+            self._send_weights()
+
+    def step_metrics(self, trained: list[Group]) -> dict[str, float]:
+        """The step's ``async/`` metrics (staleness of the groups ``trained``, versions, waits)."""
+        ages = [self.version - g.step for g in trained if not g.padding]
+        m = self.metrics
+        out = {"async/version": float(self.version),
+               "async/staleness_max": float(max(ages, default=0)),
+               "async/oldest_version": float(self.version - max(ages, default=0)),
+               "async/stale_dropped": m["stale_dropped"],
+               "async/wait_rollouts": m["wait_rollouts"],
+               "async/wait_weights": m["idle"], "async/generator_busy": m["busy"],
+               "async/rounds": m["rounds"],
+               "async/lookahead": float(len(self.waiting) + len(self.in_flight))}
+        self._reset_step_metrics()
+        return out
+
+    def pop_stats(self) -> RoundStats:
+        stats, self.stats = self.stats, RoundStats()
+        return stats
+
+    def state_dict(self) -> dict:
+        """The rounds not yet trained and the generator's stream (see the module
+        docstring); the rounds handed to an unfinished step count as not trained."""
+        if self.failure is None and self.process.is_alive():
+            try:
+                while self.in_flight:
+                    self._receive_round()
+                self.sender.send(("state",))
+                self.stream = self._receive("state")
+            except GeneratorFailed:
+                pass  # the stream of the last round received
+        rounds = [*self.handed, *self.waiting]
+        stream = self.stream or {}
+        episodes = stream.get("episodes", {})
+        return {"started": bool(episodes.get("started")), "env": episodes.get("env"),
+                "async": {"version": self.version, "stream": self.stream,
+                          "rounds": [r.to_dict() for r in rounds]}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue a checkpoint's stream: an asynchronous one (its rounds wait to be
+        trained) or a synchronous one (its problem stream; the RNG starts anew)."""
+        saved = state.get("async")
+        if saved is None:
+            self.sender.send(("load", state, None))
+            return
+        self.version = int(saved["version"])
+        self.stream = saved["stream"]
+        if self.stream is not None:
+            self.sender.send(("load", self.stream["episodes"], self.stream["rng"]))
+        self.waiting = deque(Round.from_message({**r, "seconds": 0.0, "idle": 0.0})
+                             for r in saved["rounds"])
+
+    def close(self) -> None:
+        """Stop the generator (at once when it does not answer) and its pipes; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.process.is_alive():
+            self.sender.send(("stop",))
+        self.sender.close(timeout=1.0)
+        self.process.join(STOP_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(STOP_SECONDS)
+        self.inbox.close()
+
+    def __enter__(self) -> AsyncEpisodeSource:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _reset_step_metrics(self) -> None:
+        self.metrics = dict.fromkeys(("stale_dropped", "wait_rollouts", "idle", "busy",
+                                      "rounds"), 0.0)
+
+    def _send_weights(self) -> None:
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save({k: v.detach().cpu() for k, v in self.policy.state_dict().items()}, buffer)
+        self.sender.send(("weights", self.version, buffer.getvalue()))
+        self.sent_version = self.version
+
+    def _request(self, num_prompts: int) -> None:
+        self._raise_if_failed()
+        if self.sent_version != self.version:
+            self._send_weights()
+        request, self.next_request = self.next_request, self.next_request + 1
+        self.sender.send(("generate", request, int(num_prompts), self.version))
+        self.in_flight.append(request)
+
+    def _receive_round(self) -> None:
+        rnd = Round.from_message(self._receive("round"))
+        expected = self.in_flight.popleft()
+        if rnd.request != expected:
+            raise GeneratorFailed(f"the rollout generator answered request {rnd.request}, "
+                                  f"expected {expected}")
+        self.stream = self._last_stream
+        self.metrics["idle"] += rnd.idle
+        self.received_groups += len(rnd.groups)
+        self.metrics["busy"] += rnd.seconds
+        self.waiting.append(rnd)
+
+    def _receive(self, kind: str) -> dict:
+        """The next message (which must be ``kind``), checking that the generator lives."""
+        while True:
+            self._raise_if_failed()
+            if self.inbox.poll(POLL_SECONDS):
+                try:
+                    message = self.inbox.recv()
+                except (EOFError, OSError):  # the process ended: name how
+                    self.process.join(STOP_SECONDS)
+                    self._fail_dead()
+                if message[0] == "error":
+                    self._fail(f"the rollout generator process raised an exception:\n"
+                               f"{message[1].rstrip()}")
+                if message[0] != kind:
+                    self._fail(f"the rollout generator sent {message[0]!r}, expected {kind!r}")
+                payload = message[1]
+                self._last_stream = payload.get("stream") if kind == "round" else payload
+                return payload
+            if not self.process.is_alive():
+                self._fail_dead()
+
+    def _fail_dead(self) -> None:
+        code = self.process.exitcode
+        how = (f"was killed by signal {-code}" if code and code < 0 else
+               f"exited with code {code}" if code is not None else "closed its pipe")
+        self._fail(f"the rollout generator process (pid {self.process.pid}) {how}")
+
+    def _fail(self, message: str) -> None:
+        self.failure = GeneratorFailed(message)
+        raise self.failure
+
+    def _raise_if_failed(self) -> None:
+        if self.failure is not None:
+            raise GeneratorFailed(str(self.failure))
+
+    def _account(self, rnd: Round) -> None:
+        """Add a round's compute to the step's accounting (dropped rounds too)."""
+        s, r = self.stats, rnd.stats
+        for f in dataclasses.fields(RoundStats):
+            setattr(s, f.name, getattr(s, f.name) + getattr(r, f.name))
+
+
+def make_async_source(config, model, tokenizer, source: dict, *, echo=print
+                      ) -> AsyncEpisodeSource:
+    """The asynchronous episode source of ``config`` (``rollout.async_steps >= 1``) for the
+    policy ``model``; ``source`` holds ``EpisodeSource``'s other keyword arguments."""
+    r, algo = config.rollout, config.algo
+    forward = {"temperature": r.temperature, "micro_batch_size": algo.micro_batch_size,
+               "chunk_size": algo.logprob_chunk_size}
+    return AsyncEpisodeSource(
+        model=model, tokenizer=tokenizer, source=source, async_steps=r.async_steps,
+        forward=forward, seed=config.optim.seed,
+        batch_size=r.batch_size or r.gen_prompts * r.group_size,
+        threads=config.model.threads or 1, reward_workers=config.reward.workers, echo=echo)
