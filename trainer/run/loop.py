@@ -31,6 +31,7 @@ from verimath.trainer.rollout.async_source import GeneratorFailed
 from verimath.trainer.run.launch import resume_command
 from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
 from verimath.trainer.run.progress import bar_echo, is_print_step, metric_line, progress_bar
+from verimath.trainer.run.signal_watch import SignalWatch, first_note_only
 from verimath.trainer.run.state import TrainState
 
 PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
@@ -48,7 +49,9 @@ class Stopped(Exception):
 
 def train(state: TrainState) -> dict:
     """Run RL steps ``state.step .. optim.steps``; returns the summary (also written to
-    ``summary.json``). Raises :class:`Stopped` after saving a checkpoint when SIGTERM arrives
+    ``summary.json``) and sets ``state.trained_nothing`` when steps ran in this session and
+    none had a group to learn from (a warning names the likely cause). Raises
+    :class:`Stopped` after saving a checkpoint when SIGTERM arrives
     (the current step finishes first) or when ``optim.max_skipped_updates`` updates in a row
     had a non-finite gradient."""
     cfg, comm = state.config, state.comm
@@ -59,7 +62,9 @@ def train(state: TrainState) -> dict:
         wandb_project=cfg.logging.wandb_project, wandb_mode=cfg.logging.wandb_mode,
         run_name=state.run_dir.name) if comm.is_main else _NoWriter()
     bar = progress_bar(cfg.optim.steps, state.step, cfg.logging.progress and comm.is_main, "RL")
-    echo, state.echo = state.echo, bar_echo(bar, state.echo)
+    echo = state.echo
+    watch = SignalWatch(cfg, bar_echo(bar, echo))
+    state.echo = first_note_only(bar_echo(bar, echo))
     stop = _StopRequest()
     try:
         if not state.resumed and state.record.before:
@@ -74,6 +79,7 @@ def train(state: TrainState) -> dict:
             state.record.trained_tokens += int(metrics["compute/trained_tokens"])
             metrics.update(_evaluate_if_due(state))
             writer.write(state.step, metrics)
+            watch.update(state.step, metrics)
             bar.update(1)
             bar.set_postfix(acc=f"{metrics['reward/accuracy']:.2f}",
                             kept=int(metrics["sampling/kept_groups"]))
@@ -84,6 +90,8 @@ def train(state: TrainState) -> dict:
             if every and state.step % every == 0 and state.step < cfg.optim.steps:
                 save_state(state)
         bar.close()
+        watch.close()
+        state.trained_nothing = watch.trained_nothing
         return _finish(state, writer)
     finally:
         stop.restore()
@@ -109,14 +117,14 @@ def _stop_if_asked(state: TrainState, stop: _StopRequest) -> None:
     if not (asked or failing) or state.step >= cfg.optim.steps:
         return
     path = save_state(state)
+    command = resume_command(state.run_dir, state.comm.world)
     if failing:
         raise Stopped(f"{state.skipped_in_a_row} optimizer updates in a row had a NaN or inf "
                       f"gradient (optim.max_skipped_updates={cfg.optim.max_skipped_updates}); "
                       f"the run stopped at step {state.step} with the checkpoint {path}. Lower "
-                      "optim.lr or check the data, then: verimath train --resume "
-                      f"{state.run_dir}", exit_code=1)
+                      f"optim.lr or check the data, then: {command}", exit_code=1)
     raise Stopped(f"SIGTERM: checkpoint {path} saved at step {state.step}; continue with: "
-                  f"verimath train --resume {state.run_dir}", exit_code=0)
+                  f"{command}", exit_code=0)
 
 
 class _StopRequest:
@@ -203,7 +211,9 @@ def _plot(state: TrainState) -> None:
 
 def make_summary(record, *, k: int, wall_seconds: float, steps: int) -> dict:
     """The ``summary.json`` record: accuracies as fractions in [0, 1] (None when no held-out
-    set), token totals and wall time."""
+    set), token totals, the wall time of RL (``wall_seconds``: the steps, their evaluations and
+    checkpoints, every session of a resumed run; not the model load, the warm start or the
+    first evaluation) and of the warm start (``warmstart_seconds``)."""
     before, after = record.before, record.after or {}
     return {
         "heldout_acc_before_rl": before.get(f"eval/avg@{k}"),
@@ -216,6 +226,7 @@ def make_summary(record, *, k: int, wall_seconds: float, steps: int) -> dict:
         "generated_tokens": int(record.generated_tokens),
         "trained_tokens": int(record.trained_tokens),
         "wall_seconds": round(wall_seconds, 1),
+        "warmstart_seconds": round(record.warmstart.get("warmstart/seconds", 0.0), 1),
     }
 
 
@@ -237,7 +248,9 @@ def summary_table(summary: dict, run_dir: Path) -> str:
         f"{'RL steps':<18}{summary['rl_steps']:>22}",
         f"{'generated tokens':<18}{summary['generated_tokens']:>22,}",
         f"{'trained tokens':<18}{summary['trained_tokens']:>22,}",
-        f"{'wall time':<18}{summary['wall_seconds']:>21.0f}s",
+        f"{'RL wall time':<18}{summary['wall_seconds']:>21.0f}s",
+        *([f"{'warm start':<18}{summary['warmstart_seconds']:>21.0f}s"]
+          if summary.get("warmstart_seconds") else []),
         f"run directory: {run_dir}",
     ]
     return "\n".join(lines)
