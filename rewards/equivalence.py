@@ -347,6 +347,8 @@ def _symbolic(pred: str, gold: str, *, probe: bool) -> bool:
         if is_intractable(pred) or is_intractable(gold):
             return False  # what the pool's timeout would decide, without the wait
         pred, gold = align_pair(pred, gold)
+        if is_intractable(pred) or is_intractable(gold):
+            return False  # plain notation read as LaTeX: "2**2**2**2**2**2" is a tower too
         gold_parsed, pred_parsed = _mv_parse(gold), _mv_parse(pred)
         if not gold_parsed or not pred_parsed:
             return False

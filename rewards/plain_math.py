@@ -46,6 +46,7 @@ _FUNCTIONS = {
     "cosh": "\\cosh", "tanh": "\\tanh", "log": "\\ln", "ln": "\\ln",
 }
 _CONSTANTS = {"pi": "\\pi", "inf": "\\infty", "infinity": "\\infty", "oo": "\\infty"}
+_SIMPLE = re.compile(r"[0-9]+(?:\.[0-9]*)?|[A-Za-z]|\\pi|\\infty")  # bases needing no braces
 _RELATIONS = {"=": "=", "==": "=", "<": "<", ">": ">", "<=": "\\le", ">=": "\\ge", "!=": "\\ne"}
 
 
@@ -164,7 +165,12 @@ class _Parser:
             raise _Unreadable
         base = self.atom()
         if self.take("^") or self.take("**"):
-            base = f"{{{base}}}^{{{self.unary()}}}"
+            if self.take("("):  # "2^(x+1)": the parentheses are the exponent's braces
+                exponent = self.answer()
+                self.expect(")")
+            else:
+                exponent = self.unary()
+            base = f"{base if _SIMPLE.fullmatch(base) else '{' + base + '}'}^{{{exponent}}}"
         self.depth -= 1
         return base
 
