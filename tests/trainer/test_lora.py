@@ -202,7 +202,7 @@ def test_a_lora_run_trains_adapters_saves_them_and_resumes(lora_run):
 
 
 @pytest.mark.slow
-def test_an_adapter_checkpoint_evaluates_as_its_merged_base(lora_run, tmp_path):
+def test_an_adapter_checkpoint_evaluates_as_its_merged_base(lora_run, tmp_path, capsys):
     from verimath.trainer.cli import main as verimath
     from verimath.trainer.model.policy import load_pretrained
 
@@ -218,3 +218,6 @@ def test_an_adapter_checkpoint_evaluates_as_its_merged_base(lora_run, tmp_path):
     assert verimath(["eval", "--model", str(ckpts[0]), "--data", str(problems), "--output",
                      str(tmp_path / "out"), "--k", "1", "--no-progress"]) == 0
     assert (tmp_path / "out" / "samples.jsonl").is_file()
+    assert verimath(["eval", "--model", str(ckpts[0]), "--data", str(problems), "--output",
+                     str(tmp_path / "vllm"), "--engine", "vllm", "--no-progress"]) == 2
+    assert "is a LoRA adapter" in capsys.readouterr().err

@@ -192,10 +192,20 @@ def check_eval_context(settings, problems) -> None:
 def make_engine(args, settings):
     """``(engine, tokenizer)`` for ``settings.model``; raises ValueError."""
     import torch
-    from verimath.trainer.model.policy import load_pretrained, load_tokenizer, resolve_device
+    from verimath.trainer.model.policy import (
+        is_adapter_dir,
+        load_pretrained,
+        load_tokenizer,
+        resolve_device,
+    )
 
     model_dir = Path(settings.model)
     if args.engine == "vllm":
+        if is_adapter_dir(model_dir):
+            raise ValueError(f"--model {model_dir} is a LoRA adapter (a checkpoint before its "
+                             "run's last step holds only adapter/): --engine vllm loads full "
+                             "model directories; use --engine hf, which merges the adapter into "
+                             "its base, or the run's last checkpoint (its model/ is merged)")
         tokenizer = load_tokenizer(model_dir)
         try:  # the module, or vllm inside it, may be missing
             from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
