@@ -141,6 +141,7 @@ def test_a_training_checkpoint_brings_its_templates(model_dir, tmp_path):
     (["--level", "2"], "apply to procedural env ids only"),
     (["--batch-size", "0"], "--batch-size must be >= 1"),
     (["--template", "nothing"], "--template must be one of"),
+    (["--max-new-tokens", "500"], "with --max-new-tokens (500) a sequence reaches"),
 ])
 def test_bad_options_exit_2_before_writing(model_dir, problems_file, tmp_path, capsys,
                                            extra, message):
