@@ -154,6 +154,7 @@ MICRO = ["model.tiny_hidden_size=16", "model.tiny_layers=1", "model.tiny_heads=2
          "eval.batch_size=8", "logging.plot=false", "logging.save_every=1"]
 
 
+@pytest.mark.slow  # two training processes
 def test_micro_ablation_end_to_end_and_rerun_reuses(tmp_path, monkeypatch, capsys):
     out = tmp_path / "abl"
     argv = ["ablate", "--config", "ablation", "--family", "add-one", "--only", "grpo,grpo+filter",

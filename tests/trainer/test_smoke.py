@@ -212,6 +212,7 @@ def test_any_hf_directory_works_as_model_path(smoke_run, tmp_path):
                     dtype=torch.float32)
 
 
+@pytest.mark.slow  # it reads the smoke run
 def test_reward_workers_sizes_the_shared_scoring_pool(smoke_run):
     from verimath.rewards import default_pool
 
