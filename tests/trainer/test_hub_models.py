@@ -145,3 +145,47 @@ def test_a_run_from_an_id_trains_and_keeps_the_snapshot_as_kl_reference(hub_cach
         train(state)
         assert state.record.reference == str(snapshot_dir(hub_cache).resolve())
     assert (latest_checkpoint(tmp_path / "run" / "checkpoints") / "model" / "config.json").is_file()
+
+
+def _hub_error(cls, message: str):
+    """A huggingface_hub HTTP error without an HTTP response (its constructor wants one)."""
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, message)
+    return exc
+
+
+def test_online_an_id_is_downloaded_into_the_cache(hub_cache, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+
+    def fake_download(repo_id, **kwargs):  # what a download leaves: the snapshot folder
+        calls.append((repo_id, kwargs))
+        folder = snapshot_dir(kwargs["cache_dir"], repo_id)
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        return str(folder)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    assert resolve_model_dir("org/online") == snapshot_dir(hub_cache, "org/online")
+    (repo_id, kwargs), = calls
+    assert repo_id == "org/online" and kwargs["local_files_only"] is False
+    assert kwargs["cache_dir"] == hub_cache and "*.safetensors" in kwargs["allow_patterns"]
+
+
+@pytest.mark.parametrize(("error", "message"), [
+    ("RepositoryNotFoundError", "no such repository on the hub"),
+    ("GatedRepoError", "a gated repository")])
+def test_hub_refusals_name_the_id_and_what_to_do(hub_cache, monkeypatch, error, message):
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    def refuse(repo_id, **kwargs):
+        raise _hub_error(getattr(errors, error), f"{repo_id}: 404")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", refuse)
+    with pytest.raises(ValueError, match=message) as info:
+        resolve_model_dir("org/private")
+    assert "model.path='org/private'" in str(info.value) and str(hub_cache) in str(info.value)
