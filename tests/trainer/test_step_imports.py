@@ -41,11 +41,6 @@ def test_the_step_loads_the_algorithm_and_nothing_of_construction():
     assert loaded <= STEP_MODULES, f"new modules behind the step: {sorted(loaded - STEP_MODULES)}"
 
 
-def test_the_state_alone_loads_no_construction():
-    loaded = loaded_by("verimath.trainer.run.state")
-    assert not [m for m in loaded if m.startswith(CONSTRUCTION)], sorted(loaded)
-
-
 def test_every_dapo_switch_is_read_where_the_step_docstring_says():
     import inspect
 
