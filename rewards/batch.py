@@ -95,7 +95,9 @@ def score_batch(
         golds: gold answers (str; ints and floats are converted with ``str``).
         lengths: token counts of the responses, for the overlong penalty; needs
             ``max_length`` and ``cache_length`` (and those need ``lengths``).
-        style: answer extraction style, ``"auto"``, ``"dapo"`` or ``"boxed"``.
+        style: answer extraction style (``extract.STYLES``): ``"auto"`` (tags, a final ``A:``
+            line, ``Answer:`` labels, then the last box), ``"dapo"``, ``"boxed"`` or
+            ``"flexible"`` (for evaluation).
         mode: equivalence mode (see ``equivalence.MODES``): ``"symbolic"`` (exact path, then
             math-verify in the pool), ``"integer"`` (DAPO's strict integer match) or
             ``"string"`` (normalized strings); the last two never use the pool.

@@ -72,10 +72,10 @@ def correctness_reward(
     Args:
         response: the model's full response text.
         gold: the reference answer (a bare answer such as ``"42"`` or ``"\\\\frac{1}{2}"``).
-        style: answer extraction, ``"auto"`` (``Answer:`` line, then ``\\\\boxed{}``; the
-            strict format, for training), ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also
-            final-answer phrases in many languages and the last math; for evaluation); see
-            ``verimath.rewards.extract``.
+        style: answer extraction, ``"auto"`` (``<answer>`` tag, a final ``A:`` line,
+            ``Answer:`` line, then ``\\\\boxed{}``; the strict format, for training),
+            ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also final-answer phrases in many
+            languages and the last math; for evaluation); see ``verimath.rewards.extract``.
         mode: ``"symbolic"`` (fast exact path, then math-verify), ``"integer"`` (DAPO's
             strict integer matching) or ``"string"`` (normalized strings).
         timeout: wall-clock seconds for the symbolic check; a timeout scores -1.0.
