@@ -36,6 +36,14 @@ def test_the_line_names_each_metric_with_its_value():
         "clip_low 0.0010", "clip_high 0.0040", "500 tok/s"]
 
 
+def test_a_step_on_carried_groups_shows_no_rollout_numbers():
+    carried = {**STEP, "sampling/generated_groups": 0.0, "compute/generated_tokens": 0.0,
+               "reward/accuracy": 0.0, "length/mean": 0.0}
+    assert metric_line(2, 3, carried).split(" | ") == [
+        "step 2/3", "kept 3/4 (carried, nothing generated)", "entropy 0.812",
+        "clip_low 0.0010", "clip_high 0.0040"]
+
+
 def test_missing_metrics_are_left_out_and_non_finite_ones_read_na():
     line = metric_line(1, 2, {"reward/accuracy": float("nan"), "eval/avg@4": 0.5,
                               "eval/problems": 40.0})

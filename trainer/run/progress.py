@@ -43,23 +43,27 @@ def metric_line(step: int, total: int, metrics: Mapping[str, float]) -> str:
     """One console line of a step's metrics, e.g. ``step 10/100 | reward -0.212 | acc 0.394 |
     kept 32/32 | entropy 0.851 | len 12.3 | clip_low 0.0010 | clip_high 0.0040 | 1234
     tok/s``. Kept groups read against the step's target; tokens per second are the tokens
-    generated over the step's wall time; held-out results follow on evaluation steps. Missing
-    values are left out, non-finite ones read ``n/a``."""
+    generated over the step's wall time; held-out results follow on evaluation steps. A step
+    that generated nothing (it trained on groups carried from earlier steps) shows no reward,
+    accuracy, length or tokens per second. Missing values are left out, non-finite ones read
+    ``n/a``."""
     parts = [f"step {step}/{total}"]
 
     def number(key: str) -> float | None:
         value = metrics.get(key)
         return None if value is None else float(value)
 
+    generated = number("sampling/generated_groups") != 0  # 0: trained on carried groups only
     for label, key, fmt in LINE_FIELDS[:2]:
-        parts += _field(label, number(key), fmt)
+        parts += _field(label, number(key), fmt) if generated else []
     kept, target = number("sampling/kept_groups"), number("sampling/target_groups")
     if kept is not None:
-        parts.append(f"kept {kept:.0f}" + (f"/{target:.0f}" if target is not None else ""))
+        parts.append(f"kept {kept:.0f}" + (f"/{target:.0f}" if target is not None else "")
+                     + ("" if generated else " (carried, nothing generated)"))
     for label, key, fmt in LINE_FIELDS[2:]:
-        parts += _field(label, number(key), fmt)
+        parts += _field(label, number(key), fmt) if generated or key != "length/mean" else []
     tokens, seconds = number("compute/generated_tokens"), number("time/step")
-    if tokens is not None and seconds:
+    if tokens is not None and seconds and generated:
         parts.append(f"{tokens / seconds:.0f} tok/s")
     for key in sorted(k for k in metrics if k.startswith("eval/") and k != "eval/problems"):
         parts += _field("heldout " + key.split("/", 1)[1], number(key), "{:.3f}")
