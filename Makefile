@@ -7,6 +7,7 @@
 #   make bench-rollout -> HF vs vLLM rollouts (benchmarks/bench_rollout.py, BENCH_ARGS too)
 #   make bench-vs-trl  -> verimath vs TRL's GRPOTrainer from one warm start (hours; --quick)
 #   make bench-lora    -> one update with LoRA vs full fine-tuning: memory, tokens/s, push
+#   make bench-async   -> synchronous vs asynchronous rollouts on the tiny preset (hours; --quick)
 #   make upgrade-check -> the newest versions in .venv-upgrade: what changed against
 #                         constraints.txt, then the tests there
 PYTHON ?= python3
@@ -22,7 +23,7 @@ CONSTRAINTS ?= $(shell $(PYTHON) -c "import sys; print('constraints.txt' if sys.
 PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench bench-rollout bench-vs-trl bench-lora vllm-cpu upgrade-check clean
+.PHONY: setup run test lint bench bench-rollout bench-vs-trl bench-lora bench-async vllm-cpu upgrade-check clean
 
 setup: $(STAMP)
 
@@ -81,6 +82,9 @@ bench-vs-trl: setup
 
 bench-lora: setup
 	$(BIN)/python benchmarks/bench_lora.py $(BENCH_ARGS)
+
+bench-async: setup
+	$(BIN)/python benchmarks/bench_async.py $(BENCH_ARGS)
 
 # The newest versions (no constraints, the newest torch: TORCH_UPGRADE, CPU build by default)
 # in .venv-upgrade: the packages that changed against constraints.txt, then the tests there.

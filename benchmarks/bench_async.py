@@ -1,0 +1,119 @@
+"""Benchmark of asynchronous rollouts: the tiny preset synchronous (``rollout.async_steps=0``)
+against one-step-off (``1``) and two-step-off (``2``) runs, HF engine, per seed.
+
+Each run is a fresh ``verimath train`` process (the generator process is its child, so the
+process's CPU time counts both). Per run it reports the mean wall seconds per RL step
+(``time/step``: rollouts and update, no evaluation or checkpoint), the CPU seconds of the
+whole process (warm start and evaluations included, the same in every mode), the generation
+and update seconds per step (in an asynchronous run generation happens in the generator,
+beside the update), the seconds per step the trainer waited for rollouts (all of generation
+when synchronous, ``async/wait_rollouts`` otherwise), the largest staleness trained on and
+held-out avg@k and greedy accuracy after RL. Below the table: the measured speed-up of each
+asynchronous mode over the synchronous one beside the ideal for two cores, ``(generate +
+update) / max(generate, update)`` from the synchronous run's own times.
+
+Usage::
+
+    python benchmarks/bench_async.py               # 3 seeds x 100 steps x 3 modes (hours on 2 cores)
+    python benchmarks/bench_async.py --quick       # 1 seed x 6 steps, short warm start (minutes)
+    python benchmarks/bench_async.py --json out.json --seeds 0 1 --steps 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MODES = {"sync": 0, "async=1": 1, "async=2": 2}
+QUICK = ["warmstart.steps=200", "eval.num_problems=40"]
+
+
+def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[str]) -> dict:
+    """One training run in its own process: the row of the table."""
+    command = [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir),
+               f"optim.steps={steps}", f"optim.seed={seed}", f"rollout.async_steps={async_steps}",
+               "logging.progress=false", "logging.plot=false", "logging.save_every=0",
+               "eval.every=0", *extra]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    err = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, 3):
+        raise RuntimeError(f"{' '.join(command)} failed:\n{err[-3000:]}")
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if "time/step" in r]
+    summary = json.loads((run_dir / "summary.json").read_text())
+
+    def mean(key: str) -> float:
+        return statistics.fmean(r.get(key, 0.0) for r in rows)
+
+    generate = mean("time/generate") + mean("time/score")
+    return {"async_steps": async_steps, "seed": seed, "steps": len(rows),
+            "step_seconds": mean("time/step"), "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "generate_seconds": generate, "update_seconds": mean("time/update"),
+            "waited_seconds": mean("async/wait_rollouts") if async_steps else generate,
+            "staleness_max": max((r.get("async/staleness_max", 0.0) for r in rows), default=0),
+            "avg_at_k": summary["heldout_acc_after_rl"],
+            "greedy": summary["heldout_greedy_acc_after_rl"]}
+
+
+def table(results: list[dict]) -> str:
+    """The markdown table, one line per mode (means over seeds), and the speed-ups."""
+    lines = ["| mode | s/step | CPU s (process) | generate s/step | update s/step | waited s/step "
+             "| max staleness | held-out avg@k | greedy |", "|" + "---|" * 9]
+    by_mode = {}
+    for name, k in MODES.items():
+        rows = [r for r in results if r["async_steps"] == k]
+        if not rows:
+            continue
+        m = {key: statistics.fmean(r[key] or 0.0 for r in rows) for key in rows[0]
+             if key not in ("seed",)}
+        by_mode[name] = m
+        lines.append(f"| {name} | {m['step_seconds']:.2f} | {m['cpu_seconds']:.0f} | "
+                     f"{m['generate_seconds']:.2f} | {m['update_seconds']:.2f} | "
+                     f"{m['waited_seconds']:.2f} | {m['staleness_max']:.0f} | "
+                     f"{100 * m['avg_at_k']:.1f}% | {100 * m['greedy']:.1f}% |")
+    sync = by_mode.get("sync")
+    if sync:
+        gen, upd = sync["generate_seconds"], sync["update_seconds"]
+        ideal = (gen + upd) / max(gen, upd, 1e-9)
+        for name, m in by_mode.items():
+            if name != "sync":
+                lines.append(f"\n{name}: {sync['step_seconds'] / m['step_seconds']:.2f}x the "
+                             f"synchronous wall time per step; ideal on 2 cores {ideal:.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1 seed, 6 steps, short warm start")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None)
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args(argv)
+    seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
+    steps = args.steps or (6 if args.quick else 100)
+    extra = QUICK if args.quick else []
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench_async_") as tmp:
+        for seed in seeds:
+            for name in args.modes:
+                row = run(Path(tmp) / f"{name}-{seed}", async_steps=MODES[name], seed=seed,
+                          steps=steps, extra=extra)
+                results.append(row)
+                print(f"{name} seed {seed}: {row['step_seconds']:.2f} s/step", flush=True)
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
