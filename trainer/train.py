@@ -352,7 +352,8 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
         lock.release()
     if state.trained_nothing:
         say("error: the run trained on nothing: in every step each group was all right or all "
-            "wrong, so no response had an advantage and the model is the one RL started with "
+            "wrong, so no response had an advantage and the model is the one this session "
+            "started from "
             f"(the warning above names the likely cause); exit code {TRAINED_NOTHING}")
         return TRAINED_NOTHING
     return 0
