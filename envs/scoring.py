@@ -51,7 +51,8 @@ class RewardSpec:
     Attributes:
         correct_reward: reward of a correct answer (DAPO: +1).
         wrong_reward: reward of a wrong, missing or timed-out answer (DAPO: -1).
-        style: answer extraction, "auto" (``Answer:`` line, then ``\\boxed{}``), "dapo", "boxed".
+        style: answer extraction, one of ``verimath.rewards.extract.STYLES``: "auto"
+            (``Answer:`` line, then ``\\boxed{}``), "dapo", "boxed", "flexible".
         mode: equivalence mode of `verimath.rewards.is_equivalent` ("symbolic", "integer",
             "string").
         max_length: ``L_max`` of the soft overlong punishment, in tokens; None disables it.
