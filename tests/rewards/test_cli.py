@@ -162,3 +162,16 @@ def test_a_bad_output_fails_before_any_scoring(tmp_path, capsys, monkeypatch, ou
     monkeypatch.chdir(tmp_path)
     assert verimath(["score", "--input", str(EXAMPLE), "--output", output, "--no-progress"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_style_and_mode_choices_come_from_the_rewards_modules():
+    import argparse
+
+    from verimath.rewards.cli import add_arguments
+    from verimath.rewards.equivalence import MODES
+    from verimath.rewards.extract import STYLES
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    choices = {a.dest: a.choices for a in parser._actions if a.choices}
+    assert choices["style"] is STYLES and choices["mode"] is MODES
