@@ -15,10 +15,12 @@ for the overlong penalty come from ``lengths`` (``(P*G,)`` ints), `Response` act
 env's tokenizer. Every episode is single-turn, so each step terminates all sub-envs and the
 next call must be ``reset()`` (no autoreset). Info arrays (each with a ``_<key>`` mask, the
 Gymnasium vector convention), all of length ``P * G``: ``correct``, ``penalty``, ``timed_out``,
-``group_id``, ``extracted``, ``id``, ``problem`` (the `Problem` objects); ``envs.problems`` is
-the list of the P distinct problems. After scoring, ``step`` passes the ``(P, G)`` correctness of
-problems drawn from the source to ``MathEnv.observe``, so a curriculum (``adapt_level``,
-``skip_solved``) learns from every step; ``envs.curriculum_stats()`` gives its metrics.
+``group_id``, ``extracted``, ``path`` and ``rule`` (where the answer was found and which rule
+decided: `BatchScores.paths` and ``rules``), ``id``, ``problem`` (the `Problem` objects);
+``envs.problems`` is the list of the P distinct problems. After scoring, ``step`` passes the
+``(P, G)`` correctness of problems drawn from the source to ``MathEnv.observe``, so a curriculum
+(``adapt_level``, ``skip_solved``) learns from every step; ``envs.curriculum_stats()`` gives its
+metrics.
 
 Problems: ``reset(seed=s)`` poses problems ``0 .. P-1`` of the source's seed-``s`` order, and each
 later ``reset()`` the next P (for generator ids: ``generate(family, s, k, level)``, item ``k``).
@@ -148,7 +150,8 @@ class GroupVectorEnv(VectorEnv):
             self.math_env.observe(self.problems, correct.reshape(self.num_problems, -1))
         info = _vector_info(correct=scores.correct, penalty=scores.penalty,
                             timed_out=scores.timed_out, group_id=self.group_id,
-                            extracted=list(scores.extracted), **self._problem_info())
+                            extracted=list(scores.extracted), path=list(scores.paths),
+                            rule=list(scores.rules), **self._problem_info())
         done = np.ones(self.num_envs, dtype=bool)
         return ("",) * self.num_envs, rewards, done, ~done, info
 

@@ -109,6 +109,27 @@ class DataConfig:
     or evaluates nothing when training on ``train_file``."""
     seed: int = 0
     """Seed of the training problem stream."""
+    adapt_level: bool = False
+    """Difficulty that follows the policy, for the procedural family: each family's level
+    (starting at ``level``) moves one up when its mean group pass rate is above
+    ``adapt_band[1]``, one down below ``adapt_band[0]`` (``curriculum/level/<family>`` and
+    its pass rate in the metrics). Held-out problems stay at ``level``."""
+    adapt_band: tuple[float, float] = (0.1, 0.9)
+    """``(low, high)``: the band of mean group pass rates that ``adapt_level`` keeps."""
+    adapt_min_groups: int = 16
+    """Groups scored at a family's current level before ``adapt_level`` may move it (their
+    mean pass rate decides)."""
+    adapt_levels: tuple[int, int] = (1, 5)
+    """``(lowest, highest)`` level ``adapt_level`` may reach (with ``skip_containing``, keep
+    it below a level whose prompts all contain a skipped text)."""
+    skip_solved: bool = False
+    """For a ``train_file``: skip prompts that every sample solved on each of their last
+    ``skip_solved_visits`` visits, posing them again after ``skip_solved_recheck`` skips
+    (``curriculum/settled|skipped|rechecked`` in the metrics)."""
+    skip_solved_visits: int = 2
+    """All-correct visits in a row that settle a prompt (``skip_solved``)."""
+    skip_solved_recheck: int = 4
+    """Skips of a settled prompt before it is posed again (``skip_solved``)."""
 
     def __post_init__(self) -> None:
         _require(1 <= self.level <= 5, f"data.level must be in 1..5, got {self.level}")
@@ -116,6 +137,33 @@ class DataConfig:
 
         _require(self.family in FAMILIES,
                  f"data.family must be one of {', '.join(FAMILIES)}, got {self.family!r}")
+        _require(not (self.adapt_level and self.train_file),
+                 "data.adapt_level moves the level of the procedural family; with "
+                 "data.train_file use data.skip_solved instead")
+        _require(not (self.skip_solved and not self.train_file),
+                 "data.skip_solved skips solved prompts of data.train_file (a procedural "
+                 "stream never repeats one); use data.adapt_level instead")
+        self.curriculum()  # settings errors name the data.* key
+
+    def curriculum(self) -> dict:
+        """The episode source's ``adapt_level`` and ``skip_solved`` settings (None: off)."""
+        from verimath.envs.curriculum import AdaptiveLevel, SkipSolved
+
+        try:
+            adapt = AdaptiveLevel(low=self.adapt_band[0], high=self.adapt_band[1],
+                                  min_groups=self.adapt_min_groups,
+                                  min_level=self.adapt_levels[0], max_level=self.adapt_levels[1])
+        except ValueError as exc:
+            raise ValueError(f"data.adapt_band / data.adapt_min_groups / data.adapt_levels: "
+                             f"{exc}") from None
+        try:
+            skip = SkipSolved(visits=self.skip_solved_visits,
+                              recheck_after=self.skip_solved_recheck)
+        except ValueError as exc:
+            raise ValueError(f"data.skip_solved_visits / data.skip_solved_recheck: {exc}"
+                             ) from None
+        return {"adapt_level": dataclasses.asdict(adapt) if self.adapt_level else None,
+                "skip_solved": dataclasses.asdict(skip) if self.skip_solved else None}
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,16 @@ def test_step_scores_the_whole_batch_in_one_call(monkeypatch):
     assert info["extracted"][1] == envs.problems[0].answer
 
 
+def test_step_info_names_each_answer_path_and_deciding_rule():
+    envs = make_group_env("verimath/Arithmetic-v0", 1, 3, style="flexible")
+    envs.reset(seed=0)
+    gold = envs.problems[0].answer
+    *_, info = envs.step([f"Answer: {gold}", f"so \\boxed{{{gold}}}", "I cannot say."])
+    assert list(info["path"]) == ["answer_line", "box", "none"]
+    assert list(info["rule"]) == ["fast", "fast", "no_answer"]
+    assert info["_path"].all() and info["_rule"].all()
+
+
 def test_lengths_shape_rewards_and_responses_carry_counts():
     envs = make_group_env("verimath/Arithmetic-v0", 1, 4, max_length=10, cache_length=4)
     envs.reset(seed=0)

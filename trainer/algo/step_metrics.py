@@ -1,13 +1,16 @@
 """The namespaced metrics of one RL step (see the README's metric list).
 
 With several ranks the rollout counts are summed over ranks before the rates are taken, so
-rank 0 logs the numbers of the whole step (the update metrics are reduced in the update).
+rank 0 logs the numbers of the whole step (the update metrics are reduced in the update); the
+``curriculum/`` metrics are those of rank 0's own problem stream.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+from verimath.rewards.batch import RULES
+from verimath.rewards.extract import PATHS
 from verimath.trainer.algo.batch import TrainBatch
 from verimath.trainer.algo.dynamic_sampling import SamplingStats
 from verimath.trainer.algo.loss import k3_estimate
@@ -27,6 +30,20 @@ def engine_mismatch(batch: TrainBatch, comm) -> dict[str, float]:
     if ready < comm.world or tokens == 0:
         return {}
     return {"rollout/logp_abs_diff": abs_sum / tokens, "rollout/kl_engine_trainer": k3_sum / tokens}
+
+
+def path_shares(rounds: RoundStats, comm) -> dict[str, float]:
+    """Share of the step's generated responses (all ranks) whose answer each extraction path
+    found (``reward/path_<name>``) and whose reward each rule decided (``reward/rule_<name>``);
+    every path and rule is present, and each family sums to 1. {} when nothing was generated."""
+    counts = comm.all_sum([rounds.paths.count(p) for p in PATHS] +
+                          [rounds.rules.count(r) for r in RULES])
+    paths, rules = counts[:len(PATHS)], counts[len(PATHS):]
+    if paths.sum() == 0:
+        return {}
+    out = {f"reward/path_{p}": float(n / paths.sum()) for p, n in zip(PATHS, paths)}
+    out.update({f"reward/rule_{r}": float(n / rules.sum()) for r, n in zip(RULES, rules)})
+    return out
 
 
 def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, float],
@@ -53,6 +70,8 @@ def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, 
         "length/mean": tokens / responses if responses else 0.0,
         "length/max": float(longest),
         "length/truncated_frac": truncated / max(responses, 1),
+        **path_shares(rounds, comm),
+        **dict(rounds.curriculum),  # the latest value of each key
     }
     out.update({k: v for k, v in update.items() if k != "compute/trained_tokens"})
     return out

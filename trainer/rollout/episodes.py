@@ -100,6 +100,14 @@ class RoundStats:
     correct: int = 0
     reward_sum: float = 0.0
     """Sum of the shaped rewards of every response (correctness plus length penalty)."""
+    paths: list[str] = field(default_factory=list)
+    """Per response, where its answer was found (``verimath.rewards.extract.PATHS``)."""
+    rules: list[str] = field(default_factory=list)
+    """Per response, the rule that decided its reward (``verimath.rewards.batch.RULES``)."""
+    curriculum: list = field(default_factory=list)
+    """The env's ``curriculum/`` metrics after each round, as ``[key, value]`` pairs (a
+    list, so that adding two stats concatenates them and JSON keeps them): the latest pair
+    of a key is the current value (empty without a curriculum)."""
 
 
 class ExcludingGenerator:
@@ -126,6 +134,12 @@ class ExcludingGenerator:
             problem = self.generator(rng, level)
             if self.is_allowed(problem):
                 return problem
+        if self.skip_containing:
+            raise ValueError(
+                f"{self.family} level {level}: {self.max_tries} draws in a row were held-out "
+                f"problems or contained a text of data.skip_containing "
+                f"{list(self.skip_containing)}; lower eval.num_problems, skip fewer texts, or "
+                "(with data.adapt_level) keep data.adapt_levels below this level")
         raise ValueError(
             f"{self.family} level {level}: {self.max_tries} draws in a row were held-out "
             "problems; the family is too small for this many held-out problems "
@@ -167,15 +181,21 @@ def build_prompt_ids(tokenizer, texts: list[str], *, use_chat_template: bool) ->
 
 
 class EpisodeSource:
-    """Owns the training group env; ``next_round`` yields one round of scored groups."""
+    """Owns the training group env; ``next_round`` yields one round of scored groups.
+
+    ``adapt_level`` (the procedural family) and ``skip_solved`` (a ``train_file``) switch on
+    the env's curriculum (`verimath.envs.curriculum`; a mapping of its settings, None: off).
+    Its state is part of the env's, so ``state_dict`` carries it through a resume."""
 
     def __init__(self, *, tokenizer, engine: RolloutEngine, params: SamplingParams,
                  num_problems: int, group_size: int, template: str, use_chat_template: bool,
                  family: str, level: int, seed: int, train_file: str | None,
                  excluded: set[str], reward_kwargs: dict,
-                 skip_containing: tuple[str, ...] = ()) -> None:
+                 skip_containing: tuple[str, ...] = (), adapt_level: dict | None = None,
+                 skip_solved: dict | None = None) -> None:
         generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
-        source = {"path": train_file} if train_file else {"generator": generator, "level": level}
+        source = ({"path": train_file, "skip_solved": skip_solved} if train_file else
+                  {"generator": generator, "level": level, "adapt_level": adapt_level})
         self.env = _group_env(num_problems, group_size, source, template, reward_kwargs)
         self._sized: dict[int, GroupVectorEnv] = {}
         self.tokenizer, self.engine, self.params = tokenizer, engine, params
@@ -222,7 +242,7 @@ class EpisodeSource:
         t1 = time.perf_counter()
         _, rewards, _, _, info = env.step(out.texts, lengths=out.lengths)
         t2 = time.perf_counter()
-        self._account(out, info["correct"], rewards, t1 - t0, t2 - t1)
+        self._account(out, info, rewards, t1 - t0, t2 - t1)
         g = self.group_size
         correct = np.asarray(info["correct"], dtype=bool).reshape(-1, g)  # (P, G)
         behaviour = getattr(out, "logprobs", None)
@@ -236,7 +256,7 @@ class EpisodeSource:
         ]
         return groups, correct
 
-    def _account(self, out, correct, rewards, t_gen: float, t_score: float) -> None:
+    def _account(self, out, info, rewards, t_gen: float, t_score: float) -> None:
         s, lengths = self.stats, out.lengths  # (B,), a computed property: read once
         s.generated_tokens += int(lengths.sum())
         s.responses += len(out)
@@ -244,8 +264,11 @@ class EpisodeSource:
         s.seconds_score += t_score
         s.lengths += lengths.tolist()
         s.truncated += int(out.truncated.sum())
-        s.correct += int(np.sum(correct))
+        s.correct += int(np.sum(info["correct"]))
         s.reward_sum += float(np.sum(rewards))
+        s.paths += [str(p) for p in info["path"]]
+        s.rules += [str(r) for r in info["rule"]]
+        s.curriculum += [[k, v] for k, v in self.env.curriculum_stats().items()]
 
     def start_step(self, step: int, model) -> None:
         """Step ``step`` begins with ``model``; here the engine samples from the policy the

@@ -306,7 +306,8 @@ def _episodes(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase, engine: Roll
         family=cfg.data.family, level=cfg.data.level,
         seed=rank_seed(cfg.data.seed, comm.rank),  # each rank its own problems
         train_file=cfg.data.train_file, excluded={p.prompt for p in heldout},
-        reward_kwargs=reward_kwargs, skip_containing=cfg.data.skip_containing)
+        reward_kwargs=reward_kwargs, skip_containing=cfg.data.skip_containing,
+        **cfg.data.curriculum())  # adapt_level / skip_solved settings, None when off
     if cfg.rollout.async_steps:
         from verimath.trainer.rollout.async_source import make_async_source
 
