@@ -224,3 +224,29 @@ def test_contract_checks_pass_with_the_switches_on(env_id, kwargs):
 
     assert check_math_env(gym.make(env_id, **kwargs)) == list(CHECKS)
     check_env(gym.make(env_id, **kwargs).unwrapped, skip_render_check=True)
+
+
+class _Wrapper:
+    """A generator wrapping another as ``.generator`` (as the trainer's held-out filter does)."""
+
+    __name__ = "Mixed"
+
+    def __init__(self) -> None:
+        from verimath.envs import FAMILIES
+
+        self.generator = FAMILIES["Mixed"]
+
+    def __call__(self, rng, level):
+        return self.generator(rng, level)
+
+
+def test_a_wrapped_mixing_generator_keeps_a_level_per_family():
+    env = make_group_env(lambda: MathEnv(generator=_Wrapper(), level=2,
+                                         adapt_level={"min_groups": 2}), 16, 4)
+    _train_like(env, 6, skill=2.5)
+    levels = {k.rsplit("/", 1)[1]: v for k, v in env.curriculum_stats().items()
+              if k.startswith("curriculum/level/")}
+    assert len(levels) > 3 and len(set(levels.values())) > 1, levels
+    env.reset()
+    for p in env.problems:  # each problem is posed at its own family's level
+        assert p.meta["level"] == levels.get(p.meta["family"], 2)
