@@ -14,6 +14,10 @@ settings.register_profile("default", deadline=None)
 settings.register_profile("thorough", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# No test reaches the network: a model id that is not in a test's own cache fails at once
+# instead of waiting on a hub request (tests of the online path replace the download).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
 

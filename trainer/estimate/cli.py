@@ -85,7 +85,12 @@ def _named_or_file_shape(text: str) -> ModelShape:
         return model_shape(KNOWN_SHAPES[known[text.lower()]], known[text.lower()])
     path = Path(text)
     if not path.exists() and is_hub_id(text):  # Qwen/Qwen2.5-Math-7B: the cached config.json
-        path = resolve_model_dir(text, field="--estimate model", config_only=True)
+        try:
+            path = resolve_model_dir(text, field="--estimate model", config_only=True)
+        except ValueError as exc:
+            raise ValueError(f"--estimate: {text!r} is neither a known shape "
+                             f"({', '.join(KNOWN_SHAPES)}) nor a local config.json or directory; "
+                             f"as a hub id: {exc}") from None
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise ValueError(f"--estimate: {text!r} is neither a known shape ({', '.join(KNOWN_SHAPES)}) "
