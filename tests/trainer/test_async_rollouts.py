@@ -88,9 +88,11 @@ def test_one_step_off_logs_versions_and_waits_and_leaves_no_process(tmp_path):
     for step in (1, 2, 3):
         m = records[step]
         assert m["async/version"] == step - 1
-        assert 0 <= m["async/staleness_max"] <= 1 and m["sampling/stale_dropped"] == 0
+        # a fresh round at most 1 version old; a surplus group algo.max_staleness (1) more
+        assert 0 <= m["async/staleness_max"] <= 2 and m["async/stale_dropped"] == 0
+        assert m["async/staleness_max"] == m["async/version"] - m["async/oldest_version"]
         assert m["async/wait_rollouts"] >= 0 and m["async/wait_weights"] >= 0
-    assert records[2]["async/staleness_max"] == 1  # round 1 of step 2 was sampled at step 1
+    assert records[2]["async/staleness_max"] >= 1  # step 2 starts on a round of version 0
 
 
 def test_a_resumed_async_run_is_bit_identical(tmp_path):

@@ -9,19 +9,20 @@ step use (``next_round``, ``pop_stats``, ``state_dict``, ``start_step``,
 stream and the scoring; the two processes run with their own torch threads (``model.threads``,
 1 when unset), so on two cores one generates while the other trains.
 
-The schedule, one round in the pipe per step of lookahead:
+The schedule:
 
 - a step pulls rounds from a FIFO of requests (``next_round``); when none is waiting it asks
   for one of the size the sampler wants and waits for it (``async/wait_rollouts``);
 - once the step's groups are in hand (``after_collection``), requests for full rounds are
-  sent until ``k`` rounds are waiting or in flight: they are generated during the update,
-  by the policy the trainer holds now (version ``s`` at step ``s``);
+  sent until ``k`` times the rounds this step took (dynamic sampling may take several) are
+  waiting or in flight: they are generated during the update, by the policy the trainer
+  holds now (version ``s`` at step ``s``);
 - when step ``s + 1`` starts (``start_step``), the updated weights go to the generator as
   version ``s + 1``. Weights and requests share one ordered pipe, so every round is sampled by a
   known version and a run is reproducible.
 
 A group sampled by version ``v`` and handed to step ``s`` has staleness ``s - v`` (at most
-``k`` when each step takes one round). A round older than ``k`` is never trained on: it is
+``k`` while steps take as many rounds as the one before). A round older than ``k`` is never trained on: it is
 dropped, counted (``async/stale_dropped``) and replaced by a fresh one. Groups keep the
 log-probs of the policy that sampled them (computed in the generator), so the step takes
 their ratio against that policy, as for the surplus of dynamic sampling; the surplus itself
@@ -133,6 +134,7 @@ class AsyncEpisodeSource:
         self.failure: GeneratorFailed | None = None
         self.closed = False
         self.received_groups = 0
+        self.rounds_per_step = 1
         self._reset_step_metrics()
 
     # --- the EpisodeSource interface ---------------------------------------------------
@@ -161,12 +163,13 @@ class AsyncEpisodeSource:
         return rnd.groups, rnd.correct
 
     def after_collection(self) -> None:
-        """The step's groups are in hand: start the next steps' rounds (up to
-        ``async_steps`` waiting or in flight), sampled by the current policy."""
+        """The step's groups are in hand: start the next steps' rounds, sampled by the
+        current policy: ``async_steps`` times the rounds this step took, waiting or in flight."""
+        self.rounds_per_step = max(1, len(self.handed))
         self.handed = []
         if self.failure is not None or not self.process.is_alive():
             return  # next_round reports it
-        while len(self.waiting) + len(self.in_flight) < self.async_steps:
+        while len(self.waiting) + len(self.in_flight) < self.async_steps * self.rounds_per_step:
             self._request(self.full)
 
     def start_step(self, step: int, model) -> None:
