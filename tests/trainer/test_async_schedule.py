@@ -130,3 +130,23 @@ def test_a_generator_exception_is_raised_in_the_trainer_with_its_traceback(monke
     saved = src.state_dict()  # the stream as of the last round received
     assert saved["env"] == {"at": 0} and saved["async"]["rounds"] == []
     src.close()
+
+
+def test_settings_async_rollouts_cannot_run_with_are_refused_by_name():
+    from verimath.trainer.config_io import load_config
+    from verimath.trainer.rollout.async_source import check_async
+
+    with pytest.raises(ValueError, match="rollout.async_steps must be >= 0"):
+        load_config("tiny", ["rollout.async_steps=-1"])
+    with pytest.raises(ValueError, match="rollout.engine='vllm' is not supported there"):
+        load_config("tiny", ["rollout.async_steps=1", "rollout.engine=vllm"])
+
+    class TwoRanks:
+        enabled = True
+
+    with pytest.raises(ValueError, match="with several processes use rollout.async_steps=0"):
+        check_async(load_config("tiny", ["rollout.async_steps=1"]), TwoRanks())
+    with pytest.raises(ValueError, match="does not support LoRA yet"):
+        check_async(load_config("tiny", ["rollout.async_steps=2", "model.lora_rank=4"]))
+    check_async(load_config("tiny", ["rollout.async_steps=1"]))  # one process, full model
+    check_async(load_config("tiny", ["model.lora_rank=4"]), TwoRanks())  # synchronous: fine
