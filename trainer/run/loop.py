@@ -40,7 +40,8 @@ PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_gr
 
 class Stopped(Exception):
     """The run stopped early with a checkpoint on disk; ``exit_code`` 0 for a requested stop
-    (SIGTERM), 1 for a failure (too many non-finite updates in a row)."""
+    (SIGTERM), 1 for a failure (too many non-finite updates in a row, or the generator
+    process of asynchronous rollouts raised or died)."""
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
