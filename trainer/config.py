@@ -456,12 +456,39 @@ class WarmstartConfig:
     pretrained: bool = False
     """Also run the warm start on a model loaded from ``model.path``; off (the default), such
     a model starts RL as given and the warm start applies to the built tiny model only."""
+    targets: str = "answer"
+    """``answer``: targets ``answer_prefix + gold``; ``solution``: each problem's worked
+    solution (``meta["solution"]``, e.g. the Chain family's running totals)."""
+    target_accuracy: float | None = None
+    """Stop once the sampled accuracy (avg@eval.k at rollout.temperature) on a fixed probe set
+    reaches this on ``target_checks`` consecutive checks; ``steps`` is then the cap (null: run
+    ``steps``)."""
+    eval_every: int = 50
+    """Steps between probe checks (with ``target_accuracy``)."""
+    target_checks: int = 2
+    """Consecutive probe checks at or above ``target_accuracy`` needed to stop."""
+    probe_problems: int = 100
+    """Problems of the probe set (seed ``probe_seed``, apart from held-out and training)."""
+    probe_seed: int = 24680
+    """Seed of the probe set's problem stream and of its sampling."""
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"warmstart.steps must be >= 0, got {self.steps}")
         _require(self.batch_size >= 1, f"warmstart.batch_size must be >= 1, got {self.batch_size}")
         _require(self.lr > 0, f"warmstart.lr must be > 0, got {self.lr}")
         _require(0 <= self.noise <= 1, f"warmstart.noise must be in [0, 1], got {self.noise}")
+        _require(self.targets in ("answer", "solution"),
+                 f"warmstart.targets must be 'answer' or 'solution', got {self.targets!r}")
+        _require(self.targets == "answer" or self.noise == 0,
+                 "warmstart.noise applies to answer targets only; set it to 0 with "
+                 "warmstart.targets=solution")
+        _require(self.target_accuracy is None or 0 < self.target_accuracy <= 1,
+                 f"warmstart.target_accuracy must be in (0, 1] or null, got {self.target_accuracy}")
+        _require(self.eval_every >= 1, f"warmstart.eval_every must be >= 1, got {self.eval_every}")
+        _require(self.target_checks >= 1,
+                 f"warmstart.target_checks must be >= 1, got {self.target_checks}")
+        _require(self.probe_problems >= 1,
+                 f"warmstart.probe_problems must be >= 1, got {self.probe_problems}")
 
 
 @dataclass(frozen=True)

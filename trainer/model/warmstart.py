@@ -2,13 +2,19 @@
 
 RL can only reinforce what the policy already does some of the time; a randomly
 initialised model never writes ``Answer: 12``. The warm start trains on
-``prompt -> answer_prefix + gold + EOS`` pairs drawn from a procedural family (held-out
-problems excluded) with the usual next-token cross-entropy on the target tokens only::
+``prompt -> answer_prefix + gold + EOS`` pairs (``targets="answer"``) or on
+``prompt -> worked solution + EOS`` pairs (``targets="solution"``: ``meta["solution"]``,
+e.g. a Chain problem's running totals ending in ``Answer: <gold>``) drawn from a procedural
+family (held-out problems excluded) with the usual next-token cross-entropy on the target
+tokens only::
 
     L = - (1 / sum_i |y_i|) * sum_i sum_t log pi(y_i,t | x_i, y_i,<t)
 
 It is deliberately short: the model should know the format and be right part of the time,
-leaving the rest to RL. ``noise`` makes it imperfect on purpose: that fraction of the targets
+leaving the rest to RL. With a :class:`StopRule` target it stops once a fixed probe set's
+sampled accuracy reaches the target on ``checks`` consecutive evaluations (``steps`` is then
+a cap), so that seeds which learn at different speeds start RL at about the same accuracy.
+``noise`` makes it imperfect on purpose: that fraction of the targets
 gets a wrong integer answer (the gold plus one of -10, -1, +1, +10), so the model learns the
 arithmetic but puts only about ``1 - noise`` of its probability on the right answer; the
 greedy answer is mostly right while samples at temperature 1 often are not, which is what
@@ -18,14 +24,17 @@ RL (rewarded on correctness) then fixes.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verimath.envs import generate
+from verimath.envs import Problem, generate, worked_solution
 from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.rollout.episodes import ExcludingGenerator, build_prompt_ids, format_prompts
 
 NOISE_OFFSETS = (-10, -1, 1, 10)
+TARGETS = ("answer", "solution")
 
 
 def noisy_answers(answers: list[str], *, noise: float, rng: np.random.Generator) -> list[str]:
@@ -43,47 +52,139 @@ def noisy_answers(answers: list[str], *, noise: float, rng: np.random.Generator)
 
 
 def supervised_pairs(problems, tokenizer, *, template: str, use_chat_template: bool,
-                     answer_prefix: str, answers: list[str] | None = None
-                     ) -> tuple[list[list[int]], list[list[int]]]:
-    """Prompt ids and target ids (``answer_prefix + answer`` then EOS) of each problem;
-    ``answers`` replaces the gold answers when given."""
+                     answer_prefix: str, answers: list[str] | None = None,
+                     targets: str = "answer") -> tuple[list[list[int]], list[list[int]]]:
+    """Prompt ids and target ids of each problem, then EOS: ``answer_prefix + answer``
+    (``targets="answer"``; ``answers`` replaces the gold answers when given) or the problem's
+    worked solution (``targets="solution"``; ValueError names a problem without one)."""
+    if targets not in TARGETS:
+        raise ValueError(f"warmstart.targets must be one of {list(TARGETS)}, got {targets!r}")
     prompts = build_prompt_ids(tokenizer, format_prompts(problems, template),
                                use_chat_template=use_chat_template)
-    answers = answers if answers is not None else [p.answer for p in problems]
-    targets = [
-        tokenizer(answer_prefix + a, add_special_tokens=False)["input_ids"]
-        + [tokenizer.eos_token_id]
-        for a in answers
-    ]
-    return prompts, targets
+    if targets == "solution":
+        texts = [worked_solution(p) for p in problems]
+    else:
+        answers = answers if answers is not None else [p.answer for p in problems]
+        texts = [answer_prefix + a for a in answers]
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+           for t in texts]
+    return prompts, ids
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Stop once the probe accuracy is ``>= target`` on ``checks`` consecutive evaluations,
+    one every ``every`` steps (``target=None``: run every step)."""
+
+    target: float | None = None
+    every: int = 50
+    checks: int = 2
+
+
+def train_until(train_step: Callable[[], float], evaluate: Callable[[], float] | None, *,
+                steps: int, rule: StopRule) -> dict:
+    """Call ``train_step`` up to ``steps`` times; after every ``rule.every``-th, with a
+    target, ``evaluate()``; stop after the first ``rule.checks`` consecutive checks at or
+    above the target. Returns ``steps`` (run), ``reached`` and ``history``
+    (``(step, accuracy)`` of every check)."""
+    history: list[tuple[int, float]] = []
+    hits = 0
+    for step in range(1, steps + 1):
+        train_step()
+        if rule.target is None or step % rule.every:
+            continue
+        accuracy = float(evaluate())
+        history.append((step, accuracy))
+        hits = hits + 1 if accuracy >= rule.target else 0
+        if hits >= rule.checks:
+            return {"steps": step, "reached": True, "history": history}
+    return {"steps": steps, "reached": False, "history": history}
+
+
+def probe_problems(family: str, level: int, *, seed: int, count: int, excluded: set[str],
+                   skip_containing: tuple[str, ...] = ()) -> list[Problem]:
+    """``count`` distinct problems of stream ``seed`` with no prompt in ``excluded``: the
+    fixed set the stopping rule evaluates on (kept out of the warm start's training)."""
+    generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
+    problems, seen = [], set()
+    for index in range(50 * count):
+        if len(problems) >= count:
+            break
+        problem = generate(generator, seed, index, level)
+        if problem.prompt not in seen:
+            seen.add(problem.prompt)
+            problems.append(problem)
+    return problems
+
+
+def probe_evaluator(model, tokenizer, problems: list[Problem], **settings) -> Callable[[], float]:
+    """A function returning the sampled accuracy (avg@k) of ``model`` on ``problems`` with
+    :func:`verimath.trainer.evaluation.evaluate.evaluate`'s ``settings`` (the same seed at
+    every call, leaving torch's RNG as it was); the model is back in train mode after."""
+    from verimath.trainer.evaluation.evaluate import evaluate
+    from verimath.trainer.rollout.engine import HFRolloutEngine
+
+    engine = HFRolloutEngine(model, tokenizer)
+    key = f"eval/avg@{settings['k']}"
+
+    def accuracy() -> float:
+        model.eval()
+        try:
+            return evaluate(engine, tokenizer, problems, **settings)[key]
+        finally:
+            model.train()
+
+    return accuracy
+
+
+def describe_stop(result: dict, rule: StopRule, cap: int) -> str:
+    """One line on where the warm start stopped and why."""
+    checks = ", ".join(f"{s}: {a:.3f}" for s, a in result["history"][-4:])
+    if result["reached"]:
+        return (f"warm start: probe accuracy >= {rule.target:g} on {rule.checks} consecutive "
+                f"checks, stopped at step {result['steps']} of at most {cap} ({checks})")
+    return (f"warm start: CAP REACHED: warmstart.steps={cap} ran out before the probe accuracy "
+            f"reached {rule.target:g} on {rule.checks} consecutive checks ({checks}); RL starts "
+            "below the target: raise warmstart.steps or lower warmstart.target_accuracy")
 
 
 def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded: set[str],
-              skip_containing: tuple[str, ...] = (), steps: int, batch_size: int, lr: float, template: str, use_chat_template: bool,
-              answer_prefix: str, noise: float = 0.0, progress=None) -> dict[str, float]:
-    """Run ``steps`` AdamW steps of supervised training; returns final loss and time.
+              skip_containing: tuple[str, ...] = (), steps: int, batch_size: int, lr: float,
+              template: str, use_chat_template: bool, answer_prefix: str, noise: float = 0.0,
+              targets: str = "answer", stop: StopRule = StopRule(),
+              evaluate: Callable[[], float] | None = None, echo: Callable[[str], None] = print,
+              progress=None) -> dict[str, float]:
+    """Run up to ``steps`` AdamW steps of supervised training; returns the steps run, final
+    loss and time (with a ``stop`` target also whether it was reached and the last probe
+    accuracy, which ``evaluate`` returns).
 
     Problem ``k`` of the phase is item ``k`` of the procedural stream ``seed`` (a stream of
     its own, never the RL stream), with held-out prompts redrawn; ``noise`` as in
-    :func:`noisy_answers`.
+    :func:`noisy_answers`, ``targets`` as in :func:`supervised_pairs`.
     """
     if steps <= 0:
         return {"warmstart/steps": 0.0}
+    if stop.target is not None and evaluate is None:
+        raise ValueError("a warm-start target accuracy needs an evaluate function")
     device = next(model.parameters()).device
     generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     model.train()
-    start, index, loss_value = time.perf_counter(), 0, float("nan")
+    start, index, done, loss_value = time.perf_counter(), 0, 0, float("nan")
     rng = np.random.default_rng([seed, 7919])
-    for _ in range(steps):
+
+    def train_step() -> None:
+        nonlocal index, done, loss_value
+        done += 1
         problems = [generate(generator, seed, index + i, level) for i in range(batch_size)]
         index += batch_size
         answers = noisy_answers([p.answer for p in problems], noise=noise, rng=rng)
-        prompts, targets = supervised_pairs(problems, tokenizer, template=template,
-                                            use_chat_template=use_chat_template,
-                                            answer_prefix=answer_prefix, answers=answers)
-        ids, attention, mask = pack_sequences(prompts, targets, pad_id=pad_id)
+        prompts, target_ids = supervised_pairs(problems, tokenizer, template=template,
+                                               use_chat_template=use_chat_template,
+                                               answer_prefix=answer_prefix, answers=answers,
+                                               targets=targets)
+        ids, attention, mask = pack_sequences(prompts, target_ids, pad_id=pad_id)
         ids, attention, mask = ids.to(device), attention.to(device), mask.to(device)
         logp = token_logprobs(model, ids, attention)  # (B, S-1)
         loss = -(logp * mask).sum() / mask.sum()
@@ -94,5 +195,19 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
         if progress is not None:
             progress.update(1)
             progress.set_postfix(loss=f"{loss_value:.3f}")
-    return {"warmstart/steps": float(steps), "warmstart/loss": loss_value,
-            "warmstart/seconds": time.perf_counter() - start}
+
+    def check() -> float:
+        accuracy = evaluate()
+        echo(f"warm start step {done}: probe accuracy {accuracy:.3f} "
+             f"(target {stop.target:g} on {stop.checks} checks in a row)")
+        return accuracy
+
+    result = train_until(train_step, check, steps=steps, rule=stop)
+    out = {"warmstart/steps": float(result["steps"]), "warmstart/loss": loss_value,
+           "warmstart/seconds": time.perf_counter() - start}
+    if stop.target is not None:
+        echo(describe_stop(result, stop, steps))
+        out["warmstart/reached"] = float(result["reached"])
+        if result["history"]:
+            out["warmstart/probe_accuracy"] = result["history"][-1][1]
+    return out

@@ -46,7 +46,7 @@ from verimath.trainer.model.policy import (
     save_reference,
     seed_everything,
 )
-from verimath.trainer.model.warmstart import warmstart
+from verimath.trainer.model.warmstart import StopRule, probe_evaluator, probe_problems, warmstart
 from verimath.trainer.rollout.async_source import check_async
 from verimath.trainer.rollout.engine import RolloutEngine, SamplingParams
 from verimath.trainer.rollout.episodes import EpisodeSource, heldout_problems
@@ -199,14 +199,28 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
         return {}
     if not ws.steps:
         return {}
+    excluded, evaluate = {p.prompt for p in heldout}, None
+    if ws.target_accuracy is not None:
+        probe = probe_problems(cfg.data.family, cfg.data.level, seed=ws.probe_seed,
+                               count=ws.probe_problems, excluded=excluded,
+                               skip_containing=cfg.data.skip_containing)
+        excluded |= {p.prompt for p in probe}  # never trained on
+        evaluate = probe_evaluator(
+            model, tokenizer, probe, k=cfg.eval.k, temperature=cfg.rollout.temperature,
+            top_p=cfg.rollout.top_p, max_new_tokens=cfg.rollout.max_new_tokens,
+            template=cfg.model.prompt_template, use_chat_template=cfg.model.use_chat_template,
+            answer_style=cfg.reward.answer_style, mode=cfg.reward.mode,
+            timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size, seed=ws.probe_seed)
     bar = progress_bar(ws.steps, 0, cfg.logging.progress and comm.is_main, "warm start")
     out = warmstart(
         model, tokenizer, family=cfg.data.family, level=cfg.data.level,
-        seed=cfg.data.seed + 1, excluded={p.prompt for p in heldout},
+        seed=cfg.data.seed + 1, excluded=excluded,
         skip_containing=cfg.data.skip_containing, steps=ws.steps,
         batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
         use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
-        noise=ws.noise, progress=bar)
+        noise=ws.noise, targets=ws.targets,
+        stop=StopRule(ws.target_accuracy, ws.eval_every, ws.target_checks),
+        evaluate=evaluate, echo=echo, progress=bar)
     bar.close()
     broadcast_parameters(model, comm)
     return out
