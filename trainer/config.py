@@ -467,6 +467,9 @@ class WarmstartConfig:
     """Steps between probe checks (with ``target_accuracy``)."""
     target_checks: int = 2
     """Consecutive probe checks at or above ``target_accuracy`` needed to stop."""
+    near_every: int = 0
+    """Steps between probe checks once one has reached half ``target_accuracy`` (0: keep
+    ``eval_every``): a steep rise is then caught close to the target."""
     probe_problems: int = 100
     """Problems of the probe set (seed ``probe_seed``, apart from held-out and training)."""
     probe_seed: int = 24680
@@ -485,6 +488,7 @@ class WarmstartConfig:
         _require(self.target_accuracy is None or 0 < self.target_accuracy <= 1,
                  f"warmstart.target_accuracy must be in (0, 1] or null, got {self.target_accuracy}")
         _require(self.eval_every >= 1, f"warmstart.eval_every must be >= 1, got {self.eval_every}")
+        _require(self.near_every >= 0, f"warmstart.near_every must be >= 0, got {self.near_every}")
         _require(self.target_checks >= 1,
                  f"warmstart.target_checks must be >= 1, got {self.target_checks}")
         _require(self.probe_problems >= 1,

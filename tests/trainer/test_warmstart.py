@@ -97,12 +97,24 @@ def test_answer_targets_are_the_default():
     assert [TOKENIZER.decode(t[:-1]) for t in targets] == ["A: " + p.answer for p in problems]
 
 
-def _run_rule(accuracies, *, steps, every, target, checks):
+def _run_rule(accuracies, *, steps, every, target, checks, near_every=0):
     """train_until with a counting train step and a fake evaluator replaying ``accuracies``."""
     trained, calls = [], iter(accuracies)
     result = train_until(lambda: trained.append(1), lambda: next(calls), steps=steps,
-                         rule=StopRule(target, every, checks))
+                         rule=StopRule(target, every, checks, near_every))
     return result, len(trained)
+
+
+def _check_steps(accuracies, *, steps, every, target, near_every):
+    """The steps the rule checks at while none stops it (the reference schedule)."""
+    out, step, best = [], every, 0.0
+    for accuracy in accuracies:
+        if step > steps:
+            break
+        out.append(step)
+        best = max(best, accuracy)
+        step += near_every if near_every and best >= target / 2 else every
+    return out
 
 
 def _first_run(hits: list[bool], checks: int) -> int | None:
@@ -116,22 +128,28 @@ def _first_run(hits: list[bool], checks: int) -> int | None:
 
 
 @given(st.lists(st.floats(0, 1), max_size=30), st.integers(1, 7), st.integers(1, 4),
-       st.integers(1, 150), st.floats(0.05, 1))
+       st.integers(1, 150), st.floats(0.05, 1), st.sampled_from([0, 1, 3]))
 def test_stop_rule_stops_at_the_first_consecutive_hits_and_respects_the_cap(
-        accuracies, every, checks, steps, target):
-    accuracies = accuracies + [0.0] * (steps // every)  # enough checks for any cap
+        accuracies, every, checks, steps, target, near_every):
+    accuracies = accuracies + [0.0] * steps  # enough checks for any cap
     result, trained = _run_rule(accuracies, steps=steps, every=every, target=target,
-                                checks=checks)
+                                checks=checks, near_every=near_every)
     assert trained == result["steps"] <= steps
-    n_checks = steps // every
-    expected = _first_run([a >= target for a in accuracies[:n_checks]], checks)
+    at = _check_steps(accuracies, steps=steps, every=every, target=target, near_every=near_every)
+    expected = _first_run([a >= target for a in accuracies[:len(at)]], checks)
     if expected is None:
         assert not result["reached"] and result["steps"] == steps
-        assert len(result["history"]) == n_checks
+        assert result["history"] == list(zip(at, accuracies))
     else:
-        assert result["reached"] and result["steps"] == (expected + 1) * every
-        assert result["history"] == [((i + 1) * every, a)
-                                     for i, a in enumerate(accuracies[:expected + 1])]
+        assert result["reached"] and result["steps"] == at[expected]
+        assert result["history"] == list(zip(at, accuracies))[:expected + 1]
+
+
+def test_checks_come_closer_once_half_the_target_is_reached():
+    result, _ = _run_rule([0.1, 0.2, 0.3, 0.5, 0.6], steps=200, every=50, target=0.4,
+                          checks=2, near_every=10)
+    assert [s for s, _ in result["history"]] == [50, 100, 110, 120, 130]
+    assert result["reached"] and result["steps"] == 130
 
 
 def test_stop_rule_needs_consecutive_hits_not_a_single_noisy_one():
@@ -162,6 +180,7 @@ def test_warmstart_config_checks_its_new_fields():
                        ({"target_accuracy": 0.0}, "warmstart.target_accuracy"),
                        ({"eval_every": 0}, "warmstart.eval_every"),
                        ({"target_checks": 0}, "warmstart.target_checks"),
+                       ({"near_every": -1}, "warmstart.near_every"),
                        ({"probe_problems": 0}, "warmstart.probe_problems")]:
         with pytest.raises(ValueError, match=field):
             WarmstartConfig(**bad)

@@ -74,30 +74,34 @@ def supervised_pairs(problems, tokenizer, *, template: str, use_chat_template: b
 @dataclass(frozen=True)
 class StopRule:
     """Stop once the probe accuracy is ``>= target`` on ``checks`` consecutive evaluations,
-    one every ``every`` steps (``target=None``: run every step)."""
+    one every ``every`` steps, or every ``near_every`` steps once a check has reached half
+    the target (0: always ``every``); ``target=None``: run every step."""
 
     target: float | None = None
     every: int = 50
     checks: int = 2
+    near_every: int = 0
 
 
 def train_until(train_step: Callable[[], float], evaluate: Callable[[], float] | None, *,
                 steps: int, rule: StopRule) -> dict:
-    """Call ``train_step`` up to ``steps`` times; after every ``rule.every``-th, with a
-    target, ``evaluate()``; stop after the first ``rule.checks`` consecutive checks at or
+    """Call ``train_step`` up to ``steps`` times, with a target checking ``evaluate()`` as
+    :class:`StopRule` says; stop after the first ``rule.checks`` consecutive checks at or
     above the target. Returns ``steps`` (run), ``reached`` and ``history``
     (``(step, accuracy)`` of every check)."""
     history: list[tuple[int, float]] = []
-    hits = 0
+    hits, next_check = 0, rule.every
     for step in range(1, steps + 1):
         train_step()
-        if rule.target is None or step % rule.every:
+        if rule.target is None or step < next_check:
             continue
         accuracy = float(evaluate())
         history.append((step, accuracy))
         hits = hits + 1 if accuracy >= rule.target else 0
         if hits >= rule.checks:
             return {"steps": step, "reached": True, "history": history}
+        near = rule.near_every and max(a for _, a in history) >= rule.target / 2
+        next_check = step + (rule.near_every if near else rule.every)
     return {"steps": steps, "reached": False, "history": history}
 
 
