@@ -19,6 +19,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that a test interrupts with SIGINT: a shell's background job
+    (CI's, say) starts with SIGINT ignored, children inherit that, and Python then raises no
+    KeyboardInterrupt; the default disposition makes the child behave as under a terminal."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
 
 

@@ -164,10 +164,13 @@ def test_a_generator_exception_stops_the_run_with_its_traceback_and_a_checkpoint
 
 
 def _cli(run_dir: Path, *extra: str) -> subprocess.Popen:
+    from conftest import default_sigint
+
     return subprocess.Popen(
         [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir), *MICRO,
          "rollout.async_steps=1", "optim.steps=200", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=default_sigint)
 
 
 def _children(pid: int) -> list[int]:

@@ -193,10 +193,13 @@ def _processes_of(launcher: int) -> list[int]:
 
 
 def _launch(argv: list[str], cwd: Path) -> subprocess.Popen:
+    from conftest import default_sigint
+
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "verimath.trainer.cli", "train", "--nproc",
                              "2", *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=default_sigint)
 
 
 @pytest.mark.slow
