@@ -15,6 +15,7 @@ from verimath.trainer.model.warmstart import (
     StopRule,
     describe_stop,
     noisy_answers,
+    probe_evaluator,
     probe_problems,
     supervised_pairs,
     train_until,
@@ -197,3 +198,19 @@ def test_warm_start_with_a_target_stops_early_and_reports_it():
     assert out["warmstart/probe_accuracy"] == 0.6
     assert len(said) == 4 and "stopped at step 6 of at most 20" in said[-1]
     assert said[0].startswith("warm start step 2: probe accuracy 0.100")
+
+
+def test_probe_evaluator_is_seeded_and_leaves_the_training_state_alone():
+    import torch
+
+    model = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=1, num_heads=2, seed=0)
+    problems = probe_problems("Chain", 1, seed=1, count=4, excluded=set())
+    evaluate = probe_evaluator(model, TOKENIZER, problems, k=2, temperature=1.0, top_p=1.0,
+                               max_new_tokens=6, template="{prompt}\n", use_chat_template=False,
+                               answer_style="dapo", mode="integer", seed=5)
+    model.train()
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    first = evaluate()
+    assert 0.0 <= first <= 1.0 and evaluate() == first
+    assert model.training and torch.equal(torch.get_rng_state(), state)
