@@ -31,7 +31,12 @@ import numpy as np
 import torch
 from verimath.envs import Problem, generate, worked_solution
 from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.rollout.episodes import ExcludingGenerator, build_prompt_ids, format_prompts
+from verimath.trainer.rollout.episodes import (
+    ExcludingGenerator,
+    build_prompt_ids,
+    distinct_problems,
+    format_prompts,
+)
 
 NOISE_OFFSETS = (-10, -1, 1, 10)
 TARGETS = ("answer", "solution")
@@ -109,16 +114,8 @@ def probe_problems(family: str, level: int, *, seed: int, count: int, excluded: 
                    skip_containing: tuple[str, ...] = ()) -> list[Problem]:
     """``count`` distinct problems of stream ``seed`` with no prompt in ``excluded``: the
     fixed set the stopping rule evaluates on (kept out of the warm start's training)."""
-    generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
-    problems, seen = [], set()
-    for index in range(50 * count):
-        if len(problems) >= count:
-            break
-        problem = generate(generator, seed, index, level)
-        if problem.prompt not in seen:
-            seen.add(problem.prompt)
-            problems.append(problem)
-    return problems
+    return distinct_problems(ExcludingGenerator(family, excluded, skip_containing=skip_containing),
+                             level=level, seed=seed, count=count)
 
 
 def probe_evaluator(model, tokenizer, problems: list[Problem], **settings) -> Callable[[], float]:

@@ -155,7 +155,13 @@ def heldout_problems(*, family: str, level: int, seed: int, count: int,
     ``seed`` (duplicates by prompt skipped, at most ``50 * count`` draws)."""
     if path is not None:
         return read_problems(path)
-    generator = ExcludingGenerator(family, skip_containing=skip_containing)
+    return distinct_problems(ExcludingGenerator(family, skip_containing=skip_containing),
+                             level=level, seed=seed, count=count)
+
+
+def distinct_problems(generator, *, level: int, seed: int, count: int) -> list[Problem]:
+    """The first ``count`` problems of stream ``seed`` with distinct prompts (at most
+    ``50 * count`` draws; fewer problems when the generator repeats itself that much)."""
     problems, seen = [], set()
     for index in range(50 * count):
         if len(problems) >= count:
