@@ -4,6 +4,7 @@ Public API:
     Problem, ProblemFileError, read_problems, write_problems   the problem record and files
     FAMILIES, generate, problem_stream, make_mixed             procedural generators
     worked_solution                                            a problem's worked solution
+    flawed_solution, FLAWS                                     one with a flaw (Chain)
     format_prompt, TEMPLATES                                   prompt templates
     MathEnv, Response, RewardSpec                              the environment
     make_group_env, GroupVectorEnv                             P x G episode groups
@@ -15,7 +16,7 @@ Importing this package registers ``verimath/<Family>-v0`` and ``verimath/Dataset
 
 from verimath.envs.checks import MathEnvCheckError, check_math_env
 from verimath.envs.curriculum import AdaptiveLevel, SkipSolved
-from verimath.envs.gen_chain import worked_solution
+from verimath.envs.gen_chain import FLAWS, flawed_solution, worked_solution
 from verimath.envs.generators import FAMILIES, generate, make_mixed, problem_stream
 from verimath.envs.group import GroupVectorEnv, make_group_env
 from verimath.envs.math_env import MathEnv
@@ -37,9 +38,11 @@ __all__ = [
     "ProblemFileError",
     "Response",
     "RewardSpec",
+    "FLAWS",
     "SkipSolved",
     "TEMPLATES",
     "check_math_env",
+    "flawed_solution",
     "format_prompt",
     "generate",
     "make_group_env",

@@ -95,3 +95,40 @@ def worked_solution(problem: Problem) -> str:
         raise ValueError(f"problem {problem.id!r} has no worked solution in meta['solution'] "
                          f"(source {problem.source!r}); the Chain family carries one")
     return solution
+
+
+FLAWS = ("slip", "recheck")
+"""The ways :func:`flawed_solution` can spoil a worked solution."""
+
+
+def flawed_solution(problem: Problem, flaw: str, rng: np.random.Generator) -> str:
+    """A Chain problem's worked solution with one flaw of a kind a warm start can teach and RL
+    can then remove:
+
+    ``slip``     one running total (a uniformly drawn line) is off by one; the later lines
+                 carry the wrong total on correctly, so the answer is wrong by exactly one
+                 and the response keeps its length.
+    ``recheck``  the lines are written a second time after ``"Check:"`` before the answer:
+                 about twice as long, so that under a response cap near the solution's
+                 length it is cut off before its (right) answer, and rambling costs tokens.
+    """
+    if flaw not in FLAWS:
+        raise ValueError(f"unknown Chain flaw {flaw!r}; choose from {list(FLAWS)}")
+    params = problem.meta.get("params", {})
+    terms, ops = params.get("terms"), params.get("ops")
+    if not terms or ops is None:
+        raise ValueError(f"problem {problem.id!r} is not a Chain problem (no terms in "
+                         f"meta['params']); flawed solutions need one")
+    if flaw == "recheck":
+        lines = chain_solution(terms, ops).split("\n")
+        return "\n".join([*lines[:-1], "Check:", *lines[:-1], lines[-1]])
+    slipped = int(rng.integers(len(ops)))
+    offset = 1 if rng.random() < 0.5 else -1
+    lines, previous = [], terms[0]
+    for i, (op, value) in enumerate(zip(ops, terms[1:])):
+        total = previous + value if op == "+" else previous - value
+        if i == slipped:
+            total = total + offset if total + offset >= 0 else total + 1
+        lines.append(f"{previous} {op} {value} = {total}")
+        previous = total
+    return "\n".join([*lines, f"Answer: {previous}"])

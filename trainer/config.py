@@ -452,7 +452,13 @@ class WarmstartConfig:
     """Target text before the gold answer."""
     noise: float = 0.0
     """Fraction of targets given a wrong integer answer (gold + one of -10, -1, +1, +10), so
-    that the model starts RL right only part of the time when sampling."""
+    that the model starts RL right only part of the time when sampling; with
+    ``targets=solution``, the fraction of worked solutions given one of ``flaws``."""
+    flaws: tuple[str, ...] = ("slip",)
+    """Flaws of the noisy worked solutions (``targets=solution``), drawn uniformly:
+    ``slip`` (a running total off by one, so a wrong answer) and ``recheck`` (the lines
+    written twice before the answer: long, cut off by a response cap near the solution's
+    length); see ``verimath.envs.flawed_solution``."""
     pretrained: bool = False
     """Also run the warm start on a model loaded from ``model.path``; off (the default), such
     a model starts RL as given and the warm start applies to the built tiny model only."""
@@ -482,9 +488,9 @@ class WarmstartConfig:
         _require(0 <= self.noise <= 1, f"warmstart.noise must be in [0, 1], got {self.noise}")
         _require(self.targets in ("answer", "solution"),
                  f"warmstart.targets must be 'answer' or 'solution', got {self.targets!r}")
-        _require(self.targets == "answer" or self.noise == 0,
-                 "warmstart.noise applies to answer targets only; set it to 0 with "
-                 "warmstart.targets=solution")
+        from verimath.envs.gen_chain import FLAWS
+        _require(bool(self.flaws) and all(f in FLAWS for f in self.flaws),
+                 f"warmstart.flaws must be a non-empty list of {list(FLAWS)}, got {list(self.flaws)}")
         _require(self.target_accuracy is None or 0 < self.target_accuracy <= 1,
                  f"warmstart.target_accuracy must be in (0, 1] or null, got {self.target_accuracy}")
         _require(self.eval_every >= 1, f"warmstart.eval_every must be >= 1, got {self.eval_every}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import generator_items
-from verimath.envs import FAMILIES, generate, worked_solution
+from verimath.envs import FAMILIES, FLAWS, flawed_solution, generate, worked_solution
 from verimath.envs.gen_chain import CHAIN_LEVELS
 from verimath.envs.generators import MIXED_DEFAULT
 
@@ -57,3 +58,49 @@ def test_worked_solutions_score_correct_and_a_wrong_total_does_not(style):
     assert score_batch(solutions, golds, style=style, mode="integer").correct.all()
     wrong = [s.rsplit("Answer: ", 1)[0] + f"Answer: {int(g) + 1}" for s, g in zip(solutions, golds)]
     assert not score_batch(wrong, golds, style=style, mode="integer").correct.any()
+
+
+def _lines(text: str) -> tuple[list[tuple[int, str, int, int]], str]:
+    """The ``a op b = c`` lines of a solution (parsed) and its last line."""
+    rows = []
+    for line in text.split("\n")[:-1]:
+        if line == "Check:":
+            continue
+        a, op, b, _, c = line.split(" ")
+        rows.append((int(a), op, int(b), int(c)))
+    return rows, text.split("\n")[-1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(item=generator_items, draw=st.integers(0, 2**32 - 1))
+def test_a_slip_is_one_wrong_line_carried_on_to_an_answer_off_by_one(item, draw):
+    seed, index, level = item
+    problem = generate("Chain", seed, index, level)
+    text = flawed_solution(problem, "slip", np.random.default_rng(draw))
+    rows, last = _lines(text)
+    wrong = [(a + b if op == "+" else a - b) != c for a, op, b, c in rows]
+    assert sum(wrong) == 1  # exactly one line's arithmetic is off
+    assert all(rows[i][3] == rows[i + 1][0] for i in range(len(rows) - 1))  # carried on
+    answer = int(last.removeprefix("Answer: "))
+    assert abs(answer - int(problem.answer)) == 1 and answer == rows[-1][3]
+    assert len(rows) == len(worked_solution(problem).split("\n")) - 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(item=generator_items)
+def test_a_recheck_writes_the_right_lines_twice_then_the_right_answer(item):
+    seed, index, level = item
+    problem = generate("Chain", seed, index, level)
+    solution = worked_solution(problem)
+    text = flawed_solution(problem, "recheck", np.random.default_rng(0))
+    body = solution.rsplit("\n", 1)[0]
+    assert text == f"{body}\nCheck:\n{body}\nAnswer: {problem.answer}"
+    assert len(text) > 1.8 * len(solution)
+
+
+def test_flawed_solution_names_an_unknown_flaw_and_a_problem_without_terms():
+    with pytest.raises(ValueError, match="unknown Chain flaw 'typo'.*slip"):
+        flawed_solution(generate("Chain", 0, 0, 3), "typo", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="gen/Arithmetic/L1/0/0.*not a Chain problem"):
+        flawed_solution(generate("Arithmetic", 0, 0, 1), "slip", np.random.default_rng(0))
+    assert FLAWS == ("slip", "recheck")

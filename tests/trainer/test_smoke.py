@@ -33,7 +33,7 @@ REQUIRED_KEYS = [
     "compute/generated_tokens", "compute/trained_tokens", "sampling/generated_groups",
     "sampling/kept_groups", "sampling/rounds", "sampling/hit_cap", "time/generate", "time/score", "time/update",
     "reward/accuracy", "length/mean", "length/max", "length/truncated_frac",
-    "clip/frac_low", "clip/frac_high", "policy/entropy", "optim/grad_norm", "optim/lr",
+    "length/correct_mean", "length/wrong_mean", "clip/frac_low", "clip/frac_high", "policy/entropy", "optim/grad_norm", "optim/lr",
     "loss/policy", "loss/kl",
 ]
 
@@ -65,6 +65,9 @@ def test_steps_update_the_model_and_write_everything(smoke_run):
         assert not missing, f"metrics lack {missing}"
         assert math.isfinite(record["loss/policy"])
         assert record["compute/trained_tokens"] > 0
+        acc = record["reward/accuracy"]  # the mean length splits into right and wrong ones'
+        split = acc * record["length/correct_mean"] + (1 - acc) * record["length/wrong_mean"]
+        assert split == pytest.approx(record["length/mean"])
     for record in records:
         assert record["compute/generated_tokens"] >= record["sampling/generated_groups"] * 8
     assert (run_dir / "config.yaml").is_file()

@@ -177,7 +177,7 @@ def test_probe_set_avoids_the_excluded_prompts_and_is_fixed():
 def test_warmstart_config_checks_its_new_fields():
     assert WarmstartConfig().targets == "answer" and WarmstartConfig().target_accuracy is None
     for bad, field in [({"targets": "steps"}, "warmstart.targets"),
-                       ({"targets": "solution", "noise": 0.5}, "warmstart.noise"),
+                       ({"targets": "solution", "noise": 0.5, "flaws": []}, "warmstart.flaws"),
                        ({"target_accuracy": 0.0}, "warmstart.target_accuracy"),
                        ({"eval_every": 0}, "warmstart.eval_every"),
                        ({"target_checks": 0}, "warmstart.target_checks"),

@@ -52,9 +52,11 @@ def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, 
     """The record of one step: compute, sampling, time, reward, length, then the update's."""
     lengths = np.asarray(rounds.lengths if rounds.lengths else [0])
     kept_rewards = [float(g.rewards.mean()) for g in kept]
-    tokens, responses, correct, truncated, kept_sum, n_kept, reward_sum = comm.all_sum(
-        [rounds.generated_tokens, rounds.responses, rounds.correct, rounds.truncated,
-         float(np.sum(kept_rewards)), len(kept_rewards), rounds.reward_sum])
+    tokens, responses, correct, truncated, kept_sum, n_kept, reward_sum, right_tokens = (
+        comm.all_sum([rounds.generated_tokens, rounds.responses, rounds.correct,
+                      rounds.truncated, float(np.sum(kept_rewards)), len(kept_rewards),
+                      rounds.reward_sum, rounds.correct_tokens]))
+    wrong = responses - correct
     longest = comm.all_sum(np.eye(comm.world)[comm.rank] * lengths.max()).max()
     out = {
         "compute/generated_tokens": float(tokens),
@@ -69,6 +71,8 @@ def step_metrics(sampling: SamplingStats, rounds: RoundStats, update: dict[str, 
         "reward/mean": reward_sum / max(responses, 1),
         "length/mean": tokens / responses if responses else 0.0,
         "length/max": float(longest),
+        "length/correct_mean": right_tokens / correct if correct else 0.0,
+        "length/wrong_mean": (tokens - right_tokens) / wrong if wrong else 0.0,
         "length/truncated_frac": truncated / max(responses, 1),
         **path_shares(rounds, comm),
         **dict(rounds.curriculum),  # the latest value of each key

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verimath.envs import Problem, generate, worked_solution
+from verimath.envs import FLAWS, Problem, flawed_solution, generate, worked_solution
 from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.rollout.episodes import (
     ExcludingGenerator,
@@ -56,18 +56,38 @@ def noisy_answers(answers: list[str], *, noise: float, rng: np.random.Generator)
     return out
 
 
+def noisy_solutions(problems, *, noise: float, flaws: tuple[str, ...],
+                    rng: np.random.Generator) -> list[str]:
+    """Each problem's worked solution, replaced with probability ``noise`` by a flawed one
+    (:func:`verimath.envs.flawed_solution`, the flaw drawn uniformly from ``flaws``)."""
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"noise must be in [0, 1], got {noise}")
+    unknown = [f for f in flaws if f not in FLAWS]
+    if unknown or not flaws:
+        raise ValueError(f"warmstart.flaws must be a non-empty list of {list(FLAWS)}, "
+                         f"got {list(flaws)}")
+    if noise == 0.0:
+        return [worked_solution(p) for p in problems]
+    flips = rng.random(len(problems)) < noise
+    kinds = rng.integers(len(flaws), size=len(problems))
+    return [flawed_solution(p, flaws[k], rng) if flip else worked_solution(p)
+            for p, flip, k in zip(problems, flips, kinds)]
+
+
 def supervised_pairs(problems, tokenizer, *, template: str, use_chat_template: bool,
                      answer_prefix: str, answers: list[str] | None = None,
-                     targets: str = "answer") -> tuple[list[list[int]], list[list[int]]]:
+                     targets: str = "answer", solutions: list[str] | None = None
+                     ) -> tuple[list[list[int]], list[list[int]]]:
     """Prompt ids and target ids of each problem, then EOS: ``answer_prefix + answer``
     (``targets="answer"``; ``answers`` replaces the gold answers when given) or the problem's
-    worked solution (``targets="solution"``; ValueError names a problem without one)."""
+    worked solution (``targets="solution"``; ``solutions`` replaces them when given;
+    ValueError names a problem without one)."""
     if targets not in TARGETS:
         raise ValueError(f"warmstart.targets must be one of {list(TARGETS)}, got {targets!r}")
     prompts = build_prompt_ids(tokenizer, format_prompts(problems, template),
                                use_chat_template=use_chat_template)
     if targets == "solution":
-        texts = [worked_solution(p) for p in problems]
+        texts = solutions if solutions is not None else [worked_solution(p) for p in problems]
     else:
         answers = answers if answers is not None else [p.answer for p in problems]
         texts = [answer_prefix + a for a in answers]
@@ -152,7 +172,7 @@ def describe_stop(result: dict, rule: StopRule, cap: int) -> str:
 def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded: set[str],
               skip_containing: tuple[str, ...] = (), steps: int, batch_size: int, lr: float,
               template: str, use_chat_template: bool, answer_prefix: str, noise: float = 0.0,
-              targets: str = "answer", stop: StopRule = StopRule(),
+              targets: str = "answer", flaws: tuple[str, ...] = ("slip",), stop: StopRule = StopRule(),
               evaluate: Callable[[], float] | None = None, echo: Callable[[str], None] = print,
               progress=None) -> dict[str, float]:
     """Run up to ``steps`` AdamW steps of supervised training; returns the steps run, final
@@ -161,7 +181,8 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
 
     Problem ``k`` of the phase is item ``k`` of the procedural stream ``seed`` (a stream of
     its own, never the RL stream), with held-out prompts redrawn; ``noise`` as in
-    :func:`noisy_answers`, ``targets`` as in :func:`supervised_pairs`.
+    :func:`noisy_answers` (answer targets) or :func:`noisy_solutions` (solution targets, with
+    ``flaws``), ``targets`` as in :func:`supervised_pairs`.
     """
     if steps <= 0:
         return {"warmstart/steps": 0.0}
@@ -180,11 +201,15 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
         done += 1
         problems = [generate(generator, seed, index + i, level) for i in range(batch_size)]
         index += batch_size
-        answers = noisy_answers([p.answer for p in problems], noise=noise, rng=rng)
+        answers = solutions = None
+        if targets == "solution":
+            solutions = noisy_solutions(problems, noise=noise, flaws=flaws, rng=rng)
+        else:
+            answers = noisy_answers([p.answer for p in problems], noise=noise, rng=rng)
         prompts, target_ids = supervised_pairs(problems, tokenizer, template=template,
                                                use_chat_template=use_chat_template,
                                                answer_prefix=answer_prefix, answers=answers,
-                                               targets=targets)
+                                               targets=targets, solutions=solutions)
         ids, attention, mask = pack_sequences(prompts, target_ids, pad_id=pad_id)
         ids, attention, mask = ids.to(device), attention.to(device), mask.to(device)
         logp = token_logprobs(model, ids, attention)  # (B, S-1)

@@ -98,6 +98,8 @@ class RoundStats:
     lengths: list[int] = field(default_factory=list)
     truncated: int = 0
     correct: int = 0
+    correct_tokens: int = 0
+    """Generated tokens of the correct responses (the rest are the wrong ones')."""
     reward_sum: float = 0.0
     """Sum of the shaped rewards of every response (correctness plus length penalty)."""
     paths: list[str] = field(default_factory=list)
@@ -271,6 +273,7 @@ class EpisodeSource:
         s.lengths += lengths.tolist()
         s.truncated += int(out.truncated.sum())
         s.correct += int(np.sum(info["correct"]))
+        s.correct_tokens += int(lengths[np.asarray(info["correct"], dtype=bool)].sum())
         s.reward_sum += float(np.sum(rewards))
         s.paths += [str(p) for p in info["path"]]
         s.rules += [str(r) for r in info["rule"]]

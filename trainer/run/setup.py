@@ -218,7 +218,7 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
         skip_containing=cfg.data.skip_containing, steps=ws.steps,
         batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
         use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
-        noise=ws.noise, targets=ws.targets,
+        noise=ws.noise, targets=ws.targets, flaws=ws.flaws,
         stop=StopRule(ws.target_accuracy, ws.eval_every, ws.target_checks, ws.near_every),
         evaluate=evaluate, echo=echo, progress=bar)
     bar.close()
