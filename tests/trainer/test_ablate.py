@@ -164,6 +164,8 @@ def test_micro_ablation_end_to_end_and_rerun_reuses(tmp_path, monkeypatch, capsy
     table = (out / "ablation.md").read_text()
     assert "| GRPO | 1 |" in table and "| GRPO + overlong filtering | 1 |" in table
     assert (out / "ablation.png").stat().st_size > 0
+    assert (out / "ablation-curves.png").stat().st_size > 0
+    assert "### Mechanisms" in table and "| GRPO + overlong filtering | 1 | " in table
     metrics = {p: p.stat().st_mtime_ns for p in out.glob("*/seed0/metrics.jsonl")}
     assert len(metrics) == 2
 

@@ -10,8 +10,10 @@ time, into ``--output/<variant>/seed<k>/``; a shared warm start runs once per se
 (:mod:`verimath.trainer.ablation.runs`). A rerun reuses finished runs whose config matches,
 resumes unfinished ones, and trains only what is missing; a failed run is reported and the
 others go on. The report (:mod:`verimath.trainer.ablation.report`) is ``ablation.md`` and
-``ablation.png`` in ``--output``. Exit codes: 0 when every run finished, 1 when some failed
-(the report covers the others), 2 on a bad option or setting.
+``ablation.png`` in ``--output``, plus each control's mechanism in the table and curves
+against the step in ``ablation-curves.png`` (:mod:`verimath.trainer.ablation.mechanisms`).
+Exit codes: 0 when every run finished, 1 when some failed (the report covers the others), 2 on
+a bad option or setting.
 """
 
 from __future__ import annotations
@@ -156,6 +158,12 @@ def main(args: argparse.Namespace) -> int:
 def write_report(jobs, variants, output: Path, *, config) -> int:
     """Write ``ablation.md`` and ``ablation.png`` from the finished runs; 0, or 1 when there
     was nothing to report."""
+    from verimath.trainer.ablation.mechanisms import (
+        mechanism_rows,
+        mechanisms_table,
+        plot_curves,
+        run_mechanisms,
+    )
     from verimath.trainer.ablation.report import (
         markdown_table,
         plot_ablation,
@@ -164,12 +172,14 @@ def write_report(jobs, variants, output: Path, *, config) -> int:
     )
 
     results: dict[str, list] = {}
+    records: dict[str, dict[int, list[dict]]] = {}
     for job in jobs:
         if not job.ok or job.name.startswith("warmstart/"):
             continue
         name, seed = job.name.rsplit("/seed", 1)
         try:
             results.setdefault(name, []).append(read_run(job.run_dir, int(seed)))
+            records.setdefault(name, {})[int(seed)] = _records(job.run_dir)
         except ValueError as exc:
             _say(f"left out of the report: {exc}")
     try:
@@ -181,15 +191,33 @@ def write_report(jobs, variants, output: Path, *, config) -> int:
     befores = [r.acc_before for rs in results.values() for r in rs if r.acc_before is not None]
     table = markdown_table(rows, budget, k=k, steps=steps,
                            acc_before=sum(befores) / len(befores) if befores else None)
+    labels = {row.name: row.label for row in rows}
+    per_run = {name: {seed: run_mechanisms(recs) for seed, recs in seeds.items()}
+               for name, seeds in records.items()}
+    table += "\n" + mechanisms_table(mechanism_rows(per_run, labels))
     (output / "ablation.md").write_text(table, encoding="utf-8")
     print(table)
     try:
         plot_ablation(rows, budget, output / "ablation.png", k=k, steps=steps,
                       title=f"verimath ablate: {output.name}")
-        _say(f"report: {output / 'ablation.md'}, {output / 'ablation.png'}")
-    except ValueError as exc:  # no matplotlib
-        _say(f"report: {output / 'ablation.md'} (chart not drawn: {exc})")
+        plot_curves({name: list(seeds.values()) for name, seeds in records.items()}, labels,
+                    output / "ablation-curves.png", k=k,
+                    title=f"verimath ablate: {output.name}, mean over seeds")
+        _say(f"report: {output / 'ablation.md'}, {output / 'ablation.png'}, "
+             f"{output / 'ablation-curves.png'}")
+    except (ValueError, ImportError) as exc:  # no matplotlib
+        _say(f"report: {output / 'ablation.md'} (charts not drawn: {exc})")
     return 0
+
+
+def _records(run_dir: Path) -> list[dict]:
+    import warnings
+
+    from verimath.trainer.run.metrics import read_metrics
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn last line
+        return read_metrics(run_dir / "metrics.jsonl")
 
 
 def _interrupt(signum, frame) -> None:
