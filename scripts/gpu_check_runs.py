@@ -13,6 +13,7 @@ from pathlib import Path
 from gpu_check_table import Budget, async_rows, skipped, step_means, vllm_skip
 
 NO_VLLM = "VERIMATH_GPU_CHECK_NO_VLLM"
+STOP_SECONDS = 20.0  # a run stopped at the end of the budget gets this long to exit
 QUICK_TRAIN = ["optim.steps=2", "warmstart.steps=0", "eval.num_problems=4", "eval.k=1",
                "rollout.gen_prompts=4", "rollout.group_size=4", "algo.train_prompts=4",
                "algo.mini_batch_prompts=4", "algo.max_gen_rounds=1"]
@@ -44,16 +45,24 @@ def train(run_dir: Path, overrides: list[str], quick: bool, budget: Budget):
     argv = [sys.executable, "-m", "verimath.trainer.cli", "train", "--output-dir", str(run_dir),
             "logging.progress=false", "logging.plot=false", *overrides]
     start = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=budget.left())
+        _, err = process.communicate(timeout=budget.left())
     except subprocess.TimeoutExpired:
+        # SIGTERM: the trainer stops its generator and engine processes, then exits
+        process.terminate()
+        try:
+            process.communicate(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
         return time.perf_counter() - start, f"stopped: {budget.reason()}"
     seconds = time.perf_counter() - start
     # exit 3: the run finished but no group was informative, which the quick sizes (a few
     # steps from an unwarmed model) allow; a full run must train
-    if done.returncode != 0 and not (quick and done.returncode == 3):
-        return seconds, f"FAILED (exit {done.returncode}): {done.stderr.strip()[-300:]}"
+    if process.returncode != 0 and not (quick and process.returncode == 3):
+        return seconds, f"FAILED (exit {process.returncode}): {err.strip()[-300:]}"
     return seconds, None
 
 

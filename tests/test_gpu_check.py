@@ -142,3 +142,27 @@ def test_gpu_check_names_unknown_parts():
     done = subprocess.run([sys.executable, str(SCRIPT), "--parts", "tiny,nope"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "unknown nope" in done.stderr
+
+
+def test_parts_past_the_budget_are_named_skipped(tmp_path):
+    out = tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--budget-s", "0.01",
+                           "--parts", "update,async,tiny", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = dict((check, result) for check, result, _ in table.read_json(out))
+    reason = "skipped: time budget (0 s, --budget-s) spent"
+    assert rows["update"] == rows["async, hf engine, async_steps=0"] == reason
+    assert rows["tiny preset, hf engine"] == reason
+
+
+@pytest.mark.slow
+def test_a_run_past_the_budget_is_stopped(tmp_path):
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        runs = _load("gpu_check_runs")
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    seconds, result = runs.train(tmp_path / "run", runs.QUICK_TRAIN, True, table.Budget(2))
+    assert result == "stopped: time budget (2 s, --budget-s) spent"
+    assert seconds < 2 + runs.STOP_SECONDS
