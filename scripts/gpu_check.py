@@ -16,7 +16,7 @@ when it runs out is stopped):
   peak (:data:`verimath.trainer.estimate.budget.GPUS`), and its peak memory beside what
   :func:`~verimath.trainer.estimate.budget.estimate_run` predicts for the same sizes.
 - ``generate``: tokens/s of HF ``generate`` and of vLLM on the same random model (every
-  response runs to its full length); ``benchmarks/bench_rollout.py`` runs too when present.
+  response runs to its full length); ``benchmarks/bench_rollout.py`` too when vLLM runs.
 - ``async``: two short ``verimath train`` runs of the tiny preset with the HF engine, the same
   but for ``rollout.async_steps`` (0, then 1: generation in its own process during the
   update): seconds per step (the first step left out), the speed-up, and the ``async/*``

@@ -47,10 +47,14 @@ NODE_PROVIDES = ("numpy", "sympy", "mpmath", "pyyaml", "tqdm", "typing-extension
                  "packaging", "filelock", "fsspec", "jinja2", "markupsafe", "networkx",
                  "huggingface-hub", "regex", "safetensors", "tokenizers", "requests")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux2014_x86_64")
+SITE = """
+import sys
+print("\\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))
+"""
 PROBE = """
-import json, sys
-out = {"python": "%d.%d" % sys.version_info[:2], "torch": None, "cuda": False,
-       "transformers": None, "vllm": False}
+import json, platform, sys
+out = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine(), "torch": None,
+       "cuda": False, "transformers": None, "vllm": False}
 try:
     import torch
     out["torch"], out["cuda"] = torch.__version__, bool(torch.cuda.is_available())
@@ -63,7 +67,6 @@ except Exception as e:
     out["transformers_error"] = repr(e)[:200]
 import importlib.util
 out["vllm"] = importlib.util.find_spec("vllm") is not None
-out["site"] = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
 print(json.dumps(out))
 """
 
@@ -95,11 +98,19 @@ def choose_mode(found: dict, wheels: str | None, manifest: dict | None = None) -
         raise ValueError(f"--offline {wheels}: this Python ({found.get('python')}) cannot import "
                          f"{' and '.join(missing)}; offline mode installs neither (they are "
                          "the node's own); pick a Python that has them with --python")
-    wanted = (manifest or {}).get("python_version")
+    manifest = manifest or {}
+    wanted = manifest.get("python_version")
     if wanted and wanted != found.get("python"):
         raise ValueError(f"--offline {wheels}: the wheels are for Python {wanted}, this Python "
                          f"is {found.get('python')}; prepare the folder again with "
                          f"--python-version {found.get('python')}")
+    machine = found.get("machine")
+    tags = manifest.get("platforms") or []
+    if machine and tags and not manifest.get("from_installed") and \
+            not any(tag.endswith(machine) for tag in tags):
+        raise ValueError(f"--offline {wheels}: the wheels are for {', '.join(tags)}, this "
+                         f"machine is {machine}; prepare the folder again with "
+                         f"--platform manylinux_2_28_{machine}")
     return "node"
 
 
@@ -122,7 +133,8 @@ def install(wheels: Path, venv: Path, python: str, pip: list[str] | None = None)
     target = venv / "bin" / "python"
     # --system-site-packages reaches the base interpreter's packages only; when ``python`` is
     # itself a venv, its own site-packages come through this file
-    (venv_site(target) / "_verimath_node.pth").write_text("\n".join(probe(python)["site"]) + "\n")
+    site = subprocess.run([python, "-c", SITE], capture_output=True, text=True, check=True)
+    (venv_site(target) / "_verimath_node.pth").write_text(site.stdout)
     pip = pip or ([python, "-m", "pip", "--python", str(target)] if outer
                   else [str(target), "-m", "pip"])
     env = offline_env()
@@ -281,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--python-version", default="3.12", help="the node's python3 --version "
                    "(major.minor; default 3.12)")
     p.add_argument("--platform", action="append", default=None,
-                   help=f"wheel platform tag (repeatable; default {' '.join(PLATFORMS)})")
+                   help=f"wheel platform tag (repeatable; default {' '.join(PLATFORMS)}; "
+                   "an ARM node (GH200): manylinux_2_28_aarch64)")
     p.add_argument("--node-freeze", default=None, metavar="FILE",
                    help="`pip freeze` of the node's Python: leave these out, match versions")
     p.add_argument("--max-mib", type=float, default=64.0)

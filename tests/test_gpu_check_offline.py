@@ -31,7 +31,7 @@ def _load(name: str):
 
 wh = _load("wheelhouse")
 repack = _load("wheel_repack")
-NODE = {"python": "3.11", "torch": "2.11.0+cu128", "cuda": True, "transformers": "5.17.0",
+NODE = {"python": "3.11", "machine": "x86_64", "torch": "2.11.0+cu128", "cuda": True, "transformers": "5.17.0",
         "vllm": False}
 # The interpreter this venv was made from: no torch, and not this venv's packages.
 BASE = getattr(sys, "_base_executable", sys.executable)
@@ -46,6 +46,9 @@ def test_mode_node_needs_a_folder_torch_and_transformers():
             wh.choose_mode({**NODE, missing: None}, "wheels")
     with pytest.raises(ValueError, match="wheels are for Python 3.12.*--python-version 3.11"):
         wh.choose_mode(NODE, "wheels", {"python_version": "3.12"})
+    arm = {"python_version": "3.11", "platforms": list(wh.PLATFORMS)}
+    with pytest.raises(ValueError, match="this machine is aarch64.*manylinux_2_28_aarch64"):
+        wh.choose_mode({**NODE, "machine": "aarch64"}, "wheels", arm)
 
 
 @given(st.dictionaries(st.sampled_from(["torch", "transformers", "cuda", "vllm"]),
