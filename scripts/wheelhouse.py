@@ -128,8 +128,11 @@ def install(wheels: Path, venv: Path, python: str, pip: list[str] | None = None)
     """A fresh venv at ``venv`` over ``python``'s packages (``--system-site-packages``) with
     verimath installed from ``wheels`` alone; returns the venv's Python."""
     outer = pip_supports_python(python)  # pip >= 22.3: no pip needed inside the venv
-    subprocess.run([python, "-m", "venv", "--clear", "--system-site-packages", str(venv),
-                    *(["--without-pip"] if outer else [])], check=True)
+    made = subprocess.run([python, "-m", "venv", "--clear", "--system-site-packages", str(venv),
+                           *(["--without-pip"] if outer else [])], check=False)
+    if made.returncode != 0:
+        raise SystemExit(f"wheelhouse: {python} -m venv {venv} failed; a Python whose pip is "
+                         "22.3 or newer needs no ensurepip (Debian: python3-venv)")
     target = venv / "bin" / "python"
     # --system-site-packages reaches the base interpreter's packages only; when ``python`` is
     # itself a venv, its own site-packages come through this file
