@@ -94,6 +94,7 @@ WHEELS_PYTHON ?= 3.12
 WHEELS_ARGS ?=
 
 wheelhouse:
+	rm -f $(WHEELS)/*.whl $(WHEELS)/wheelhouse.json
 	$(PYTHON) scripts/wheelhouse.py prepare $(WHEELS) --python-version $(WHEELS_PYTHON) $(WHEELS_ARGS)
 
 # The newest versions (no constraints, the newest torch: TORCH_UPGRADE, CPU build by default)

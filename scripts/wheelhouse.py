@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = "wheelhouse.json"
 # Requirements of torch and transformers (and theirs) that verimath's core shares: a node
 # that imports both has them, so the folder leaves them out (numpy and sympy alone would
-# add ~25 MiB).
+# add ~22 MiB).
 NODE_PROVIDES = ("numpy", "sympy", "mpmath", "pyyaml", "tqdm", "typing-extensions",
                  "packaging", "filelock", "fsspec", "jinja2", "markupsafe", "networkx",
                  "huggingface-hub", "regex", "safetensors", "tokenizers", "requests")
@@ -248,6 +248,9 @@ def prepare(folder: Path, *, python_version: str, platforms: list[str], freeze: 
             max_mib: float, from_installed: bool) -> dict:
     """Fill ``folder``; returns (and writes as ``wheelhouse.json``) what it holds."""
     folder.mkdir(parents=True, exist_ok=True)
+    if any(folder.glob("*.whl")):
+        raise SystemExit(f"wheelhouse: {folder} holds wheels already; remove them or name an "
+                         "empty folder (the folder's wheels are what the node installs from)")
     pins = node_freeze(freeze)
     wheel = build_verimath(folder, offline=from_installed)
     if from_installed:

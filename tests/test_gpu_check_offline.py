@@ -113,9 +113,12 @@ def test_offline_install_from_a_folder_built_without_network(tmp_path):
     """The folder from the packages installed here (``--from-installed``, no network), the
     node's packages (``pip freeze`` of the base interpreter) left out; a fresh venv over the
     base interpreter gets verimath from it alone (``--no-index``) and scores."""
+    listed = subprocess.run([BASE, "-m", "pip", "freeze"], capture_output=True, text=True,
+                            check=False)
+    if listed.returncode != 0:
+        pytest.skip(f"{BASE} has no pip to install with")
     freeze = tmp_path / "freeze.txt"
-    freeze.write_text(subprocess.run([BASE, "-m", "pip", "freeze"], capture_output=True,
-                                     text=True, check=True).stdout or "pip==0\n")
+    freeze.write_text(listed.stdout or "pip==0\n")
     wheels, venv = tmp_path / "wheels", tmp_path / "node"
     subprocess.run([sys.executable, str(SCRIPTS / "wheelhouse.py"), "prepare", str(wheels),
                     "--from-installed", "--node-freeze", str(freeze), "--max-mib", "200"],
