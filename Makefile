@@ -8,6 +8,8 @@
 #   make bench-vs-trl  -> verimath vs TRL's GRPOTrainer from one warm start (hours; --quick)
 #   make bench-lora    -> one update with LoRA vs full fine-tuning: memory, tokens/s, push
 #   make bench-async   -> synchronous vs asynchronous rollouts on the tiny preset (hours; --quick)
+#   make wheelhouse    -> wheels/: verimath and its non-torch dependencies for an air-gapped GPU
+#                         node (WHEELS_PYTHON=3.12; scripts/gpu_check.sh --offline wheels)
 #   make upgrade-check -> the newest versions in .venv-upgrade: what changed against
 #                         constraints.txt, then the tests there
 PYTHON ?= python3
@@ -23,7 +25,7 @@ CONSTRAINTS ?= $(shell $(PYTHON) -c "import sys; print('constraints.txt' if sys.
 PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench bench-rollout bench-vs-trl bench-lora bench-async vllm-cpu upgrade-check clean
+.PHONY: setup run test lint bench bench-rollout bench-vs-trl bench-lora bench-async vllm-cpu wheelhouse upgrade-check clean
 
 setup: $(STAMP)
 
@@ -85,6 +87,15 @@ bench-lora: setup
 
 bench-async: setup
 	$(BIN)/python benchmarks/bench_async.py $(BENCH_ARGS)
+
+# The wheel folder of scripts/gpu_check.sh --offline (scripts/wheelhouse.py; under 64 MiB).
+WHEELS ?= wheels
+WHEELS_PYTHON ?= 3.12
+WHEELS_ARGS ?=
+
+wheelhouse:
+	rm -f $(WHEELS)/*.whl $(WHEELS)/wheelhouse.json
+	$(PYTHON) scripts/wheelhouse.py prepare $(WHEELS) --python-version $(WHEELS_PYTHON) $(WHEELS_ARGS)
 
 # The newest versions (no constraints, the newest torch: TORCH_UPGRADE, CPU build by default)
 # in .venv-upgrade: the packages that changed against constraints.txt, then the tests there.

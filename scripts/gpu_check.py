@@ -4,10 +4,10 @@
     python scripts/gpu_check.py --quick         # tiny sizes (what the test suite runs on CPU)
     python scripts/gpu_check.py --parts update,generate --json out.json
 
-Parts (``--parts``, all by default):
+Parts (``--parts``, all by default, run in this order within ``--budget-s`` seconds, 420 by
+default: a part that finds the budget spent is named as skipped, a training run still going
+when it runs out is stopped):
 
-- ``tiny``: ``verimath train`` on the tiny preset with the HF engine, then with vLLM (when
-  installed): held-out avg@k and greedy before and after RL, wall time.
 - ``update``: one bf16 update of a Qwen2.5-0.5B-shaped model built from its config with
   random weights (nothing downloaded): FSDP2 on one rank with
   ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` over float32 parameters, the
@@ -16,16 +16,24 @@ Parts (``--parts``, all by default):
   peak (:data:`verimath.trainer.estimate.budget.GPUS`), and its peak memory beside what
   :func:`~verimath.trainer.estimate.budget.estimate_run` predicts for the same sizes.
 - ``generate``: tokens/s of HF ``generate`` and of vLLM on the same random model (every
-  response runs to its full length); ``benchmarks/bench_rollout.py`` runs too when present.
+  response runs to its full length); ``benchmarks/bench_rollout.py`` too when vLLM runs.
+- ``async``: two short ``verimath train`` runs of the tiny preset with the HF engine, the same
+  but for ``rollout.async_steps`` (0, then 1: generation in its own process during the
+  update): seconds per step (the first step left out), the speed-up, and the ``async/*``
+  metrics (time waited for rollouts and for weights, staleness, stale rounds dropped).
+- ``tiny``: ``verimath train`` on the tiny preset with the HF engine, then with vLLM:
+  held-out avg@k and greedy before and after RL, wall time.
 
-Without a GPU the script runs the same code on tiny sizes and says which numbers need a GPU
-(MFU, peak memory, vLLM). It prints one table at the end.
+vLLM rows say ``skipped: vllm not installed`` without vLLM (or with
+``VERIMATH_GPU_CHECK_NO_VLLM=1``) and ``skipped: no GPU`` on a CPU. Without a GPU the script
+runs the same code on tiny sizes and says which numbers need a GPU (MFU, peak memory, vLLM).
+It prints one table at the end and writes it as JSON (``--json``, by default
+``runs/gpu_check-<time>.json``; the path is printed).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import subprocess
@@ -34,11 +42,19 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_check_runs import check_async, check_tiny, has_vllm, vllm_missing  # noqa: E402
+from gpu_check_table import (  # noqa: E402
+    Budget,
+    default_json_path,
+    failed,
+    format_table,
+    skipped,
+    write_json,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("tiny", "update", "generate")
-QUICK_TRAIN = ["optim.steps=2", "warmstart.steps=0", "eval.num_problems=4", "eval.k=1",
-               "rollout.gen_prompts=4", "rollout.group_size=4", "algo.train_prompts=4",
-               "algo.mini_batch_prompts=4", "algo.max_gen_rounds=1"]
+PARTS = ("update", "generate", "async", "tiny")
 SMALL_SHAPE = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
                "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
                "vocab_size": 512, "tie_word_embeddings": True}
@@ -52,48 +68,6 @@ def gpu_spec(torch):
         return "CPU", None
     name = torch.cuda.get_device_name()
     return name, next((spec for key, spec in GPUS.items() if key in name.upper()), None)
-
-
-def has_vllm() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("vllm") is not None
-
-
-def vllm_missing() -> str:
-    """Why the vLLM rows are skipped here, or "" when they run (vLLM and a CUDA GPU)."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return "no GPU (the test suite covers vLLM's CPU backend)"
-    return "" if has_vllm() else "vLLM is not installed (pip install 'verimath[vllm]')"
-
-
-def check_tiny(engine: str, quick: bool, workdir: Path) -> list[tuple[str, str, str]]:
-    """Train the tiny preset with one engine in a subprocess; read its summary.json."""
-    label = f"tiny preset, {engine} engine"
-    if engine == "vllm" and vllm_missing():
-        return [(label, "skipped", vllm_missing())]
-    run_dir = workdir / f"tiny-{engine}"
-    argv = [sys.executable, "-m", "verimath.trainer.cli", "train", "--output-dir", str(run_dir),
-            f"rollout.engine={engine}", "logging.progress=false", "logging.plot=false",
-            *(QUICK_TRAIN if quick else [])]
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
-    # exit 3: the run finished but no group was informative, which the quick sizes (a few
-    # steps from an unwarmed model) allow; a full run must train
-    if done.returncode != 0 and not (quick and done.returncode == 3):
-        return [(label, "FAILED", f"exit {done.returncode}: {done.stderr.strip()[-300:]}")]
-    s = json.loads((run_dir / "summary.json").read_text())
-    before, after = s["heldout_acc_before_rl"], s["heldout_acc_after_rl"]
-    verdict = "ran (too short to learn)" if quick else \
-        "learns" if after > before else "does NOT learn"
-    return [(label, f"{verdict}: {before:.1%} -> {after:.1%}",
-             f"held-out avg@{s['eval_k']} on {s['heldout_problems']} problems; greedy "
-             f"{s['heldout_greedy_acc_before_rl']:.1%} -> {s['heldout_greedy_acc_after_rl']:.1%}"
-             f"; {s['rl_steps']} steps, {seconds:.0f} s{' (quick)' if quick else ''}"
-             f"{'; no informative group' if done.returncode == 3 else ''}")]
 
 
 def _shape(quick: bool) -> dict:
@@ -222,7 +196,7 @@ def _any_gpu():
     return GPUS["H100"]
 
 
-def check_generate(quick: bool, workdir: Path) -> list[tuple[str, str, str]]:
+def check_generate(quick: bool, workdir: Path, budget: Budget) -> list[tuple[str, str, str]]:
     """Tokens/s of HF generate and vLLM on the same random model, full-length responses."""
     import torch
 
@@ -247,13 +221,13 @@ def check_generate(quick: bool, workdir: Path) -> list[tuple[str, str, str]]:
     model.save_pretrained(folder)
     del model
     rows.append(_vllm_tokens_per_s(folder, shape, prompts * 4, new, device))
-    rows.extend([] if quick else _bench_rollout())
+    rows.extend([] if quick else _bench_rollout(budget))
     return rows
 
 
 def _vllm_tokens_per_s(folder: Path, shape: dict, prompts: int, new: int, device):
     if vllm_missing():
-        return ("generation, vLLM", "skipped", vllm_missing())
+        return skipped("generation, vLLM", vllm_missing())
     import random
 
     import torch
@@ -275,38 +249,67 @@ def _vllm_tokens_per_s(folder: Path, shape: dict, prompts: int, new: int, device
     return ("generation, vLLM", f"{tps:,.0f} tokens/s", f"{prompts} x {new} new tokens, bf16")
 
 
-def _bench_rollout() -> list[tuple[str, str, str]]:
-    """``benchmarks/bench_rollout.py`` (HF vs vLLM on the trainer's engines), when present."""
-    script = ROOT / "benchmarks" / "bench_rollout.py"
+def _bench_rollout(budget: Budget) -> list[tuple[str, str, str]]:
+    """``benchmarks/bench_rollout.py`` (HF vs vLLM on the trainer's engines), when present
+    and vLLM runs."""
+    script, label = ROOT / "benchmarks" / "bench_rollout.py", "benchmarks/bench_rollout.py"
     if not script.is_file():
         return []
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          check=False)
+    if vllm_missing() or budget.spent(30):
+        return [skipped(label, vllm_missing() or budget.reason())]
+    try:
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              check=False, timeout=budget.left())
+    except subprocess.TimeoutExpired:
+        return [(label, "stopped", budget.reason())]
     print(done.stdout)
     tail = (done.stdout.strip().splitlines() or [""])[-1]
     result = "ran" if done.returncode == 0 else f"FAILED (exit {done.returncode})"
     return [("benchmarks/bench_rollout.py", result, tail[-120:])]
 
 
-def format_table(rows: list[tuple[str, str, str]]) -> str:
-    """The results as one plain-text table."""
-    widths = [max(len(r[i]) for r in [("check", "result", "detail"), *rows]) for i in (0, 1)]
-    lines = [f"{'check':<{widths[0]}}  {'result':<{widths[1]}}  detail"]
-    lines += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}" for a, b, c in rows]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CPU, tests)")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated subset of {', '.join(PARTS)}")
-    parser.add_argument("--json", default=None, metavar="FILE", help="also write the rows here")
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="write the rows here (default runs/gpu_check-<time>.json)")
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="seconds for all parts; later parts are skipped once spent")
+    parser.add_argument("--mode", default="here", help="how the Python was set up (recorded)")
     args = parser.parse_args(argv)
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
+    args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(args.parts) - set(PARTS))
     if unknown:
         parser.error(f"--parts: unknown {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    if args.budget_s <= 0:
+        parser.error(f"--budget-s must be > 0, got {args.budget_s}")
+    return args
+
+
+def run_parts(parts: list[str], quick: bool, budget: Budget) -> list[tuple[str, str, str]]:
+    """The rows of ``parts``, in the order of :data:`PARTS`."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for part in (p for p in PARTS if p in parts):
+            if part in ("update", "generate") and budget.spent(30):
+                rows.append(skipped(part, budget.reason()))
+            elif part == "update":
+                rows += check_update(quick)
+            elif part == "generate":
+                rows += check_generate(quick, Path(tmp), budget)
+            elif part == "async":
+                rows += check_async(quick, Path(tmp), budget)
+            else:
+                for engine in ("hf", "vllm"):
+                    rows += check_tiny(engine, quick, Path(tmp), budget)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    budget = Budget(args.budget_s)
     import torch
 
     quick = args.quick
@@ -314,20 +317,18 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_check: no CUDA GPU here; running the tiny sizes (--quick) and skipping "
               "MFU, peak memory and vLLM", file=sys.stderr)
         quick = True
+    start = time.perf_counter()
     rows = [("device", gpu_spec(torch)[0], f"torch {torch.__version__}, vLLM "
-             f"{'installed' if has_vllm() else 'not installed'}")]
-    with tempfile.TemporaryDirectory() as tmp:
-        if "tiny" in parts:
-            for engine in ("hf", "vllm"):
-                rows += check_tiny(engine, quick, Path(tmp))
-        if "update" in parts:
-            rows += check_update(quick)
-        if "generate" in parts:
-            rows += check_generate(quick, Path(tmp))
+             f"{'installed' if has_vllm() else 'not installed'}, Python "
+             f"{sys.version.split()[0]}, setup: {args.mode}")]
+    rows += run_parts(args.parts, quick, budget)
+    seconds = time.perf_counter() - start
     print(format_table(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
-    return 0 if not any(r[1].startswith("FAILED") for r in rows) else 1
+    path = write_json(Path(args.json) if args.json else default_json_path(ROOT / "runs"), rows,
+                      seconds=round(seconds, 1), quick=quick, mode=args.mode,
+                      budget_s=args.budget_s)
+    print(f"gpu_check: {seconds:.0f} s; the table as JSON: {path}")
+    return 1 if failed(rows) else 0
 
 
 if __name__ == "__main__":
