@@ -34,11 +34,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from verimath.trainer.run.launch import (  # noqa: F401 (interrupted_message: public here)
+    add_node_arguments,
+    check_node_arguments,
     checkpoint_ranks,
     clear_dir,
     interrupted_message,
+    is_launch,
     launch,
     launched_by_verimath,
+    launched_ranks,
     resume_command,
 )
 
@@ -67,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the resolved config as YAML, each field documented, and exit")
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help="processes for data-parallel training, one per GPU (launches "
-                             "torchrun; for several nodes run torchrun yourself, see README)")
+                             "torchrun; per node with --nnodes, see README)")
+    add_node_arguments(parser)
     from verimath.trainer.estimate import cli as estimate_cli
 
     estimate_cli.add_arguments(parser)  # --estimate and its inputs
@@ -137,7 +142,7 @@ def _resolve_resume(args: argparse.Namespace, echo):
             "would mix two experiments; start a new run for them (drop --resume), or pass "
             "--allow-config-change to continue this one with them")
     run_dir = Path(args.output_dir) if args.output_dir else resume.parent.parent
-    saved_ranks, ranks = checkpoint_ranks(resume), args.nproc or int(os.environ.get("WORLD_SIZE", 1))
+    saved_ranks, ranks = checkpoint_ranks(resume), launched_ranks(args)
     if saved_ranks != ranks:
         echo(f"{resume} was written by {saved_ranks} process{'es' * (saved_ranks > 1)} and "
              f"resumes on {ranks}: the model and optimizer reshard, but the problem streams "
@@ -243,13 +248,15 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
 
             print(estimate_report(config, args), end="")
             return 0
+        check_node_arguments(args)
         if main_rank:  # rank 0 checks for all (the others would see its new directory)
             check_paths(config)  # before anything is created on disk
-            check_run_dir(run_dir, resume=resume, overwrite=_replaces(args))
             from verimath.trainer.model.context import check_config_context
             from verimath.trainer.run.guard import check_not_in_use
 
-            check_not_in_use(run_dir)
+            if not getattr(args, "node_rank", 0):  # the launcher of node 0 (its rank 0 creates the run)
+                check_run_dir(run_dir, resume=resume, overwrite=_replaces(args))
+                check_not_in_use(run_dir)
             check_config_context(config)  # prompt + max_new_tokens within the positions
     except (ValueError, OSError) as exc:
         error = exc
@@ -261,7 +268,7 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
         if main_rank:
             _stderr(f"error: {error}")
         return 2
-    if args.nproc and args.nproc > 1 and comm is None:
+    if is_launch(args) and comm is None:
         return launch(args, run_dir)
     return _train(config, run_dir, resume, overwrite=_replaces(args), comm=comm,
                   nproc=comm.world if comm is not None else 1, speaks=speaks,

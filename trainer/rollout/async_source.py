@@ -28,12 +28,23 @@ log-probs of the policy that sampled them (computed in the generator), so the st
 their ratio against that policy, as for the surplus of dynamic sampling; the surplus itself
 may then keep a group ``algo.max_staleness`` more steps.
 
+With several ranks (torchrun) each rank has its own source and generator process: the
+generator starts from the rank's unsharded policy, samples the rank's problem stream with the
+rank's seed, and after each update receives the rank's full weights (a sharded policy's are
+gathered one tensor at a time, a collective that every rank runs at the start of the step).
+Dynamic sampling decides on the counts of all ranks, as in a synchronous run: every rank
+takes the same number of rounds per step, so every rank requests, drops and keeps rounds on
+the same schedule, and each rank's rounds come from its own generator.
+
 Checkpoints (``state_dict``) first wait for the rounds in flight, then store the rounds not
 yet trained with the generator's problem stream and RNG: a resumed run trains the same
 groups, in the same order, as the uninterrupted one (bit-identical on CPU). When the
 generator died, the checkpoint holds the stream as of the last round received; rounds lost
 in flight are generated again after the resume (same problems and RNG, but by the resumed
 policy version): no group is lost or trained twice, the run is no longer bit-identical.
+Several ranks store each rank's rounds and stream in the rank's own state file; a generator
+that dies there stops the whole job (:func:`verimath.trainer.run.loop.train`) without a new
+checkpoint, since saving one takes every rank.
 """
 
 from __future__ import annotations
@@ -49,7 +60,8 @@ import numpy as np
 from verimath.trainer.rollout.async_worker import Sender, WorkerSpec, start_worker
 from verimath.trainer.rollout.episodes import Group, RoundStats
 
-__all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "make_async_source"]
+__all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "full_state_dict",
+           "make_async_source"]
 
 POLL_SECONDS = 0.2
 STOP_SECONDS = 5.0
@@ -92,13 +104,10 @@ class Round:
 
 def check_async(config, comm=None) -> None:
     """ValueError naming the setting when ``rollout.async_steps`` cannot run with the rest
-    of ``config`` (several processes, LoRA)."""
+    of ``config`` (LoRA); any number of ranks ``comm`` can (a generator per rank)."""
     k = config.rollout.async_steps
     if not k:
         return
-    if comm is not None and comm.enabled:
-        raise ValueError(f"rollout.async_steps={k} runs in one process; with several "
-                         "processes use rollout.async_steps=0")
     if config.model.lora_rank:
         raise ValueError(f"rollout.async_steps={k} does not support LoRA yet "
                          f"(model.lora_rank={config.model.lora_rank}); use one or the other")
@@ -109,7 +118,7 @@ class AsyncEpisodeSource:
 
     def __init__(self, *, model, tokenizer, source: dict, async_steps: int, forward: dict,
                  seed: int, batch_size: int, threads: int = 1, reward_workers: int = 0,
-                 echo=print, fail_after: int | None = None) -> None:
+                 echo=print, fail_after: int | None = None, comm=None) -> None:
         import torch
 
         buffer = io.BytesIO()
@@ -123,6 +132,7 @@ class AsyncEpisodeSource:
         self.sender = Sender(my_outbox)
         self.sender.send(spec)
         self.policy, self.async_steps, self.echo = model, int(async_steps), echo
+        self.comm = comm  # several ranks: the staleness and drop counts of all of them
         self.full = int(source["num_problems"])
         self.version, self.sent_version, self.next_request = 0, None, 0
         self.waiting: deque[Round] = deque()  # received, not yet handed to a step
@@ -180,13 +190,20 @@ class AsyncEpisodeSource:
             self._send_weights()
 
     def step_metrics(self, trained: list[Group]) -> dict[str, float]:
-        """The step's ``async/`` metrics (staleness of the groups ``trained``, versions, waits)."""
+        """The step's ``async/`` metrics (staleness of the groups ``trained``, versions, waits).
+        With several ranks (every rank calls it) the staleness is the largest and the drops
+        the sum over ranks; waits and generator times are this rank's."""
         ages = [self.version - g.step for g in trained if not g.padding]
         m = self.metrics
+        oldest, dropped = max(ages, default=0), m["stale_dropped"]
+        if self.comm is not None and self.comm.enabled:
+            world, rank = self.comm.world, self.comm.rank
+            totals = self.comm.all_sum([*np.eye(world)[rank] * oldest, dropped])  # (world+1,)
+            oldest, dropped = int(totals[:world].max()), float(totals[world])
         out = {"async/version": float(self.version),
-               "async/staleness_max": float(max(ages, default=0)),
-               "async/oldest_version": float(self.version - max(ages, default=0)),
-               "async/stale_dropped": m["stale_dropped"],
+               "async/staleness_max": float(oldest),
+               "async/oldest_version": float(self.version - oldest),
+               "async/stale_dropped": dropped,
                "async/wait_rollouts": m["wait_rollouts"],
                "async/wait_weights": m["idle"], "async/generator_busy": m["busy"],
                "async/rounds": m["rounds"],
@@ -260,7 +277,7 @@ class AsyncEpisodeSource:
         import torch
 
         buffer = io.BytesIO()
-        torch.save({k: v.detach().cpu() for k, v in self.policy.state_dict().items()}, buffer)
+        torch.save(full_state_dict(self.policy), buffer)
         self.sender.send(("weights", self.version, buffer.getvalue()))
         self.sent_version = self.version
 
@@ -326,15 +343,30 @@ class AsyncEpisodeSource:
             setattr(s, f.name, getattr(s, f.name) + getattr(r, f.name))
 
 
-def make_async_source(config, model, tokenizer, source: dict, *, echo=print
+def full_state_dict(model) -> dict:
+    """``model.state_dict()`` as full CPU tensors: a sharded (DTensor) entry is gathered, a
+    collective that every rank runs for the same entries in the same order."""
+    out = {}
+    for name, value in model.state_dict().items():
+        full = value.full_tensor() if hasattr(value, "full_tensor") else value
+        out[name] = full.detach().cpu()
+    return out
+
+
+def make_async_source(config, model, tokenizer, source: dict, *, echo=print, comm=None
                       ) -> AsyncEpisodeSource:
     """The asynchronous episode source of ``config`` (``rollout.async_steps >= 1``) for the
-    policy ``model``; ``source`` holds ``EpisodeSource``'s other keyword arguments."""
+    unsharded policy ``model`` of rank ``comm`` (default: one process); ``source`` holds
+    ``EpisodeSource``'s other keyword arguments (the rank's problem stream)."""
+    from verimath.trainer.run.distributed import rank_seed
+
+    rank = 0 if comm is None else comm.rank
     r, algo = config.rollout, config.algo
     forward = {"temperature": r.temperature, "micro_batch_size": algo.micro_batch_size,
                "chunk_size": algo.logprob_chunk_size}
     return AsyncEpisodeSource(
         model=model, tokenizer=tokenizer, source=source, async_steps=r.async_steps,
-        forward=forward, seed=config.optim.seed,
+        forward=forward, seed=rank_seed(config.optim.seed, rank),  # rank 0: the seed itself
         batch_size=r.batch_size or r.gen_prompts * r.group_size,
-        threads=config.model.threads or 1, reward_workers=config.reward.workers, echo=echo)
+        threads=config.model.threads or 1, reward_workers=config.reward.workers, echo=echo,
+        comm=comm)

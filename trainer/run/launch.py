@@ -1,6 +1,8 @@
 """How ``verimath train`` starts and leaves runs: ``--nproc N`` launches torchrun with its
-ranks tied to the launcher (:mod:`verimath.trainer.run.guard`), and the resume command an
-interrupted run prints (with ``--nproc N`` when it ran on N processes)."""
+ranks tied to the launcher (:mod:`verimath.trainer.run.guard`), on one node (``--standalone``)
+or, with ``--nnodes M --node-rank R --rdzv-endpoint HOST:PORT`` on each of M nodes, meeting
+through torchrun's c10d rendezvous; and the resume command an interrupted run prints (with
+the same ``--nproc``/``--nnodes`` options as the run)."""
 
 from __future__ import annotations
 
@@ -12,20 +14,83 @@ import subprocess
 import sys
 from pathlib import Path
 
+ENDPOINT_ENV = "VERIMATH_RDZV_ENDPOINT"
+"""Set by ``verimath train --nnodes M`` for its ranks: the rendezvous endpoint, for the resume
+command they print."""
+
+RDZV_ID = "verimath"
+"""torchrun's ``--rdzv-id`` of a multi-node launch (the same on every node)."""
+
+
+def add_node_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--nnodes``, ``--node-rank`` and ``--rdzv-endpoint`` of ``verimath train``."""
+    parser.add_argument("--nnodes", type=int, default=1, metavar="M",
+                        help="nodes of a multi-node run: run the same command on each, with "
+                             "--node-rank and --rdzv-endpoint (--nproc per node)")
+    parser.add_argument("--node-rank", type=int, default=0, metavar="R",
+                        help="this node's place among --nnodes (0 .. M-1; node 0 checks the "
+                             "run directory, torchrun numbers the ranks as the nodes join)")
+    parser.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT",
+                        help="with --nnodes > 1: where the nodes meet (torchrun's c10d "
+                             "rendezvous, hosted by the node whose address it is)")
+
+
+def check_node_arguments(args: argparse.Namespace) -> None:
+    """ValueError naming the option when the multi-node options do not fit together."""
+    nnodes, rank = getattr(args, "nnodes", 1), getattr(args, "node_rank", 0)
+    if nnodes < 1 or (args.nproc is not None and args.nproc < 1):
+        raise ValueError(f"--nnodes ({nnodes}) and --nproc ({args.nproc}) must be at least 1")
+    if not 0 <= rank < nnodes:
+        raise ValueError(f"--node-rank {rank} must be in 0 .. {nnodes - 1} (--nnodes {nnodes})")
+    if nnodes > 1 and not getattr(args, "rdzv_endpoint", None):
+        raise ValueError(f"--nnodes {nnodes} needs --rdzv-endpoint HOST:PORT, the same on "
+                         "every node (an address of node 0 and a free port)")
+    if nnodes > 1 and not (args.output_dir or args.resume):
+        raise ValueError(f"--nnodes {nnodes} needs --output-dir (or --resume): one run "
+                         "directory that every node sees (a shared file system)")
+
+
+def is_launch(args: argparse.Namespace) -> bool:
+    """True when ``verimath train`` starts torchrun (``--nproc`` > 1 or ``--nnodes`` > 1)."""
+    return (args.nproc or 1) > 1 or getattr(args, "nnodes", 1) > 1
+
+
+def launched_ranks(args: argparse.Namespace) -> int:
+    """The ranks of the run: ``--nproc`` times ``--nnodes`` for a launch, else torchrun's
+    ``WORLD_SIZE`` (1 in a plain process)."""
+    if is_launch(args):
+        return (args.nproc or 1) * getattr(args, "nnodes", 1)
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def torchrun_command(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    """``python -m torch.distributed.run`` for this node: ``--standalone`` on one node, the
+    c10d rendezvous at ``--rdzv-endpoint`` on several (which numbers the nodes as they join:
+    torchrun ignores ``--node-rank`` there, so only this launcher reads it)."""
+    nnodes = getattr(args, "nnodes", 1)
+    where = ["--standalone"] if nnodes == 1 else [
+        "--nnodes", str(nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint",
+        args.rdzv_endpoint, "--rdzv-id", RDZV_ID]
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+            str(args.nproc or 1), *where, "-m", "verimath.trainer.train", *argv]
+
 
 def launch(args: argparse.Namespace, run_dir: Path) -> int:
-    """``verimath train --nproc N``: the same command on N torchrun processes (one node)."""
+    """``verimath train --nproc N [--nnodes M ...]``: the same command on N torchrun
+    processes of this node."""
     argv = ["--output-dir", str(run_dir), *(["--config", args.config] if args.config else []),
             *(["--resume", args.resume] if args.resume else []),
             *(["--overwrite"] if args.overwrite else []),
             *(["--allow-config-change"] if args.allow_config_change else []), *args.overrides]
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-               str(args.nproc), "--standalone", "-m", "verimath.trainer.train", *argv]
+    command = torchrun_command(args, argv)
     from verimath.trainer.run.guard import LAUNCHER_ENV, die_with_parent
 
-    print(f"verimath train: launching {args.nproc} processes: {' '.join(command[2:])}",
+    nproc, nnodes = args.nproc or 1, getattr(args, "nnodes", 1)
+    where = f" (node {args.node_rank} of {nnodes})" if nnodes > 1 else ""
+    print(f"verimath train: launching {nproc} processes{where}: {' '.join(command[2:])}",
           file=sys.stderr)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHER_ENV: str(os.getpid())}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHER_ENV: str(os.getpid()),
+           **({ENDPOINT_ENV: args.rdzv_endpoint} if nnodes > 1 else {})}
     process = subprocess.Popen(command, env=env, preexec_fn=die_with_parent)  # noqa: PLW1509
     try:
         return process.wait()
@@ -34,8 +99,9 @@ def launch(args: argparse.Namespace, run_dir: Path) -> int:
             process.wait(timeout=60)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
             process.kill()
-        print(f"\nverimath train: {interrupted_message(run_dir, nproc=args.nproc)}",
-              file=sys.stderr)
+        message = interrupted_message(run_dir, nproc=nproc * nnodes, local=nproc,
+                                      endpoint=getattr(args, "rdzv_endpoint", None))
+        print(f"\nverimath train: {message}", file=sys.stderr)
         return 130
 
 
@@ -46,12 +112,13 @@ def launched_by_verimath() -> bool:
     return bool(os.environ.get(LAUNCHER_ENV))
 
 
-def interrupted_message(run_dir: Path, *, nproc: int = 1) -> str:
+def interrupted_message(run_dir: Path, *, nproc: int = 1, local: int | None = None,
+                        endpoint: str | None = None) -> str:
     """What an interrupted run left: its latest complete checkpoint and how to continue
-    (on ``nproc`` processes)."""
+    (on ``nproc`` processes, ``local`` of them per node; see :func:`resume_command`)."""
     from verimath.trainer.checkpoint.files import latest_checkpoint
 
-    command = resume_command(run_dir, nproc)
+    command = resume_command(run_dir, nproc, local=local, endpoint=endpoint)
     latest = latest_checkpoint(Path(run_dir) / "checkpoints")
     if latest is None:
         return (f"interrupted before the first checkpoint; `{command}` starts the run again "
@@ -61,10 +128,19 @@ def interrupted_message(run_dir: Path, *, nproc: int = 1) -> str:
             f"it are replaced on resume); continue with: {command}")
 
 
-def resume_command(run_dir: Path, nproc: int = 1) -> str:
+def resume_command(run_dir: Path, nproc: int = 1, *, local: int | None = None,
+                   endpoint: str | None = None) -> str:
     """``verimath train [--nproc N] --resume DIR``: the same number of processes continues
-    the run exactly."""
-    return f"verimath train {f'--nproc {nproc} ' if nproc > 1 else ''}--resume {run_dir}"
+    the run exactly. A run of ``nproc`` ranks with ``local`` per node (default: torchrun's
+    ``LOCAL_WORLD_SIZE``) on several nodes gets the command for each node, with the
+    rendezvous ``endpoint`` (default: ``$VERIMATH_RDZV_ENDPOINT``, else ``HOST:PORT``)."""
+    local = local or int(os.environ.get("LOCAL_WORLD_SIZE", nproc) or nproc)
+    if local >= nproc or nproc % local:
+        return f"verimath train {f'--nproc {nproc} ' if nproc > 1 else ''}--resume {run_dir}"
+    nnodes = nproc // local
+    endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or "HOST:PORT"
+    return (f"verimath train --nnodes {nnodes} --node-rank R --nproc {local} --rdzv-endpoint "
+            f"{endpoint} --resume {run_dir} (on each node, R = 0 .. {nnodes - 1})")
 
 
 def checkpoint_ranks(checkpoint: Path) -> int:

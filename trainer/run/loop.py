@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from pathlib import Path
 
 from verimath.trainer.algo.step import rl_step
 from verimath.trainer.checkpoint.run_state import save_state
 from verimath.trainer.evaluation.heldout import evaluate_heldout
 from verimath.trainer.rollout.async_source import GeneratorFailed
-from verimath.trainer.run.launch import resume_command
+from verimath.trainer.run.launch import interrupted_message, resume_command
 from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
 from verimath.trainer.run.progress import bar_echo, is_print_step, metric_line, progress_bar
 from verimath.trainer.run.signal_watch import SignalWatch, first_note_only
@@ -102,7 +103,15 @@ def train(state: TrainState) -> dict:
 
 
 def _generator_stopped(state: TrainState, failed: GeneratorFailed) -> Stopped:
-    """Checkpoint step ``state.step`` (the failed step changed nothing) and say so."""
+    """Checkpoint step ``state.step`` (the failed step changed nothing) and say so. With
+    several ranks, no checkpoint (saving one takes every rank, and the others wait for this
+    one in a collective): the rank says why it stops, and torchrun ends the job."""
+    comm = state.comm
+    if comm.enabled:
+        message = f"rank {comm.rank}: {failed}\n{interrupted_message(state.run_dir, nproc=comm.world)}"
+        if not comm.is_main:  # rank 0 says it through the trainer's output
+            print(message, file=sys.stderr, flush=True)
+        return Stopped(message, exit_code=1)
     path = save_state(state)
     return Stopped(f"{failed}\nthe run stopped at step {state.step} with the checkpoint {path}; "
                    f"continue with: {resume_command(state.run_dir, state.comm.world)}",

@@ -120,8 +120,8 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
               tokenizer: PreTrainedTokenizerBase, engine: RolloutEngine, heldout: list[Problem],
               record: RunRecord, ckpt: dict | None, echo: Callable[[str], None],
               comm: Comm) -> TrainState:
-    """Held-out start, KL reference, sharding, optimizer and episodes, in that order; the
-    state they make up."""
+    """Held-out start, KL reference, episodes (an asynchronous generator copies the policy
+    before it is sharded), sharding and optimizer, in that order; the state they make up."""
     if ckpt is None:
         record.before = heldout_metrics(engine, tokenizer, heldout, cfg, comm)
         if record.before:
@@ -129,6 +129,7 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
     ref_model = None
     if cfg.algo.kl_coef > 0 and not cfg.model.lora_rank:
         ref_model = _reference_model(model, cfg, record, run_dir, device, ckpt)
+    episodes = _episodes(cfg, tokenizer, engine, heldout, comm, model, echo)
     if comm.enabled:
         shard = {"device": device, "activation_checkpointing":
                  cfg.algo.activation_checkpointing}
@@ -138,7 +139,6 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
     if cfg.algo.kl_coef > 0 and cfg.model.lora_rank:  # the base: the adapters off, no copy
         ref_model = AdaptersOff(model)
     optimizer, scheduler = _optimizer(model, cfg)
-    episodes = _episodes(cfg, tokenizer, engine, heldout, comm, model, echo)
     return TrainState(config=cfg, run_dir=run_dir, device=device, model=model,
                       tokenizer=tokenizer, engine=engine, heldout=heldout, record=record,
                       optimizer=optimizer, scheduler=scheduler, episodes=episodes,
@@ -325,5 +325,5 @@ def _episodes(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase, engine: Roll
     if cfg.rollout.async_steps:
         from verimath.trainer.rollout.async_source import make_async_source
 
-        return make_async_source(cfg, model, tokenizer, source, echo=echo)
+        return make_async_source(cfg, model, tokenizer, source, echo=echo, comm=comm)
     return EpisodeSource(tokenizer=tokenizer, engine=engine, **source)
