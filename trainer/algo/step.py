@@ -126,9 +126,10 @@ def rl_step(state: TrainState) -> dict[str, float]:
 
 
 def _all_stored(groups: list[Group], comm) -> bool:
-    """True when every group holds the log-probs of the policy that sampled it (one
-    process: several ranks run the same forward passes whatever their groups)."""
-    return not comm.enabled and all(g.old_logprobs is not None for g in groups)
+    """True when every group of every rank holds the log-probs of the policy that sampled
+    it (decided over all ranks, so that they run the same forward passes)."""
+    stored = all(g.old_logprobs is not None for g in groups)
+    return int(comm.all_sum([int(stored)])[0]) == comm.world
 
 
 def _tag_and_age(groups: list[Group], step: int) -> np.ndarray:
