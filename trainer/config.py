@@ -170,8 +170,8 @@ class DataConfig:
 class RolloutConfig:
     engine: str = "hf"
     """Rollout engine: ``hf`` (transformers ``generate`` on the policy itself) or ``vllm``
-    (a vLLM engine in the same process, weights pushed after every update; needs
-    ``verimath[vllm]``)."""
+    (a vLLM engine in the same process, or in the generator process with ``async_steps``;
+    weights pushed after every update; needs ``verimath[vllm]``)."""
     gen_prompts: int = 32
     """Problems per generation round (each gets ``group_size`` responses)."""
     group_size: int = 16

@@ -112,11 +112,12 @@ def test_a_resumed_vllm_async_run_is_bit_identical(whole, tmp_path):
 
 
 def test_a_vllm_generator_killed_with_9_stops_the_run_with_a_checkpoint(tmp_path, monkeypatch):
-    rl_step, pids, killed_at = loop_module.rl_step, [], []
+    rl_step, pids, killed_at, children = loop_module.rl_step, [], [], []
 
     def kill_after_step_1(state):
         metrics = rl_step(state)
         if state.step == 0:
+            children.extend(_helpers._children(state.episodes.process.pid))  # scoring pool
             os.kill(state.episodes.process.pid, signal.SIGKILL)
             killed_at.append(time.monotonic())
         return metrics
@@ -129,5 +130,5 @@ def test_a_vllm_generator_killed_with_9_stops_the_run_with_a_checkpoint(tmp_path
     latest = latest_checkpoint(run / "checkpoints")
     assert latest is not None and latest.name in ("step_00000001", "step_00000002")
     assert f"--resume {run}" in str(stopped.value)
-    assert _gone(pids[0])
+    assert _gone(pids[0]) and all(_gone(pid) for pid in children)
     assert len(read_metrics(run / "metrics.jsonl")) >= 1

