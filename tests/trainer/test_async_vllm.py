@@ -3,7 +3,7 @@ trains on groups that carry vLLM's sampling log-probs within the staleness bound
 run is bit-identical, and a generator killed with -9 stops the run with a checkpoint and no
 process left behind. The engine-independent schedule (Ctrl-C, SIGTERM, exceptions, the
 resume after a kill) is tested with the HF engine in ``test_async_rollouts``; each run here
-starts vLLM once (about 15 s on two cores)."""
+starts vLLM once (10-15 CPU seconds)."""
 
 from __future__ import annotations
 
