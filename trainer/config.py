@@ -170,8 +170,8 @@ class DataConfig:
 class RolloutConfig:
     engine: str = "hf"
     """Rollout engine: ``hf`` (transformers ``generate`` on the policy itself) or ``vllm``
-    (a vLLM engine in the same process, weights pushed after every update; needs
-    ``verimath[vllm]``)."""
+    (a vLLM engine in the same process, or in the generator process with ``async_steps``;
+    weights pushed after every update; needs ``verimath[vllm]``)."""
     gen_prompts: int = 32
     """Problems per generation round (each gets ``group_size`` responses)."""
     group_size: int = 16
@@ -198,9 +198,14 @@ class RolloutConfig:
     """vLLM: no CUDA graphs (slower decoding, faster start, less memory)."""
     async_steps: int = 0
     """Asynchronous rollouts: 0 generates, then updates (one process); ``k >= 1`` generates
-    the next steps' rounds in a worker process with its own copy of the policy while the
-    trainer updates, from a policy at most ``k`` versions behind (older groups are dropped
-    and counted). HF engine, one process; see ``verimath.trainer.rollout.async_source``."""
+    the next steps' rounds in a worker process with its own engine (HF: a copy of the policy;
+    vLLM: the vLLM engine) while the trainer updates, from a policy at most ``k`` versions
+    behind (older groups are dropped and counted). One process; see
+    ``verimath.trainer.rollout.async_source``."""
+    async_device: str | None = None
+    """Where the generator of ``async_steps >= 1`` runs: None on the trainer's device (on a
+    GPU: colocated, sharing it), ``cpu``, or ``cuda:N`` (split: a GPU of its own when N is
+    not the trainer's); see ``verimath.trainer.rollout.placement``."""
 
     def __post_init__(self) -> None:
         from verimath.trainer.rollout.engine import ENGINES
@@ -225,14 +230,25 @@ class RolloutConfig:
         _require(self.vllm_max_model_len is None or self.vllm_max_model_len >= 2,
                  f"rollout.vllm_max_model_len must be >= 2 or null, got {self.vllm_max_model_len}")
         _require(self.async_steps >= 0, f"rollout.async_steps must be >= 0, got {self.async_steps}")
-        _require(not self.async_steps or self.engine == "hf",
-                 f"rollout.async_steps={self.async_steps} runs the HF engine in a worker "
-                 f"process; rollout.engine={self.engine!r} is not supported there yet: use "
-                 "rollout.engine=hf or rollout.async_steps=0")
+        self._check_async()
         _require(self.vllm_max_model_len is None or self.vllm_max_model_len > self.max_new_tokens,
                  f"rollout.vllm_max_model_len ({self.vllm_max_model_len}) must exceed "
                  f"rollout.max_new_tokens ({self.max_new_tokens}): it holds the prompt and the "
                  "response")
+
+    def _check_async(self) -> None:
+        """The ``async_*`` settings (the GPUs they need are checked when the run starts)."""
+        from verimath.trainer.rollout.placement import parse_device
+
+        if self.async_device is not None:
+            parse_device(self.async_device)  # names rollout.async_device
+            _require(self.async_steps >= 1,
+                     f"rollout.async_device={self.async_device!r} places the generator of "
+                     "asynchronous rollouts: set rollout.async_steps >= 1, or unset it")
+        _require(not (self.async_steps and self.engine == "vllm"
+                      and self.vllm_tensor_parallel_size > 1),
+                 f"rollout.async_steps={self.async_steps} runs vLLM in one generator process: "
+                 "rollout.vllm_tensor_parallel_size must be 1 (or use rollout.async_steps=0)")
 
 
 @dataclass(frozen=True)

@@ -138,8 +138,9 @@ def test_settings_async_rollouts_cannot_run_with_are_refused_by_name():
 
     with pytest.raises(ValueError, match="rollout.async_steps must be >= 0"):
         load_config("tiny", ["rollout.async_steps=-1"])
-    with pytest.raises(ValueError, match="rollout.engine='vllm' is not supported there"):
-        load_config("tiny", ["rollout.async_steps=1", "rollout.engine=vllm"])
+    with pytest.raises(ValueError, match="vllm_tensor_parallel_size must be 1"):
+        load_config("tiny", ["rollout.async_steps=1", "rollout.engine=vllm",
+                             "rollout.vllm_tensor_parallel_size=2"])
 
     class TwoRanks:
         enabled = True

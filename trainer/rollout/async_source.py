@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from verimath.trainer.rollout.async_worker import Sender, WorkerSpec, start_worker
 from verimath.trainer.rollout.episodes import Group, RoundStats
+from verimath.trainer.rollout.factory import async_worker_options
 
 __all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "full_state_dict",
            "make_async_source"]
@@ -118,7 +119,8 @@ class AsyncEpisodeSource:
 
     def __init__(self, *, model, tokenizer, source: dict, async_steps: int, forward: dict,
                  seed: int, batch_size: int, threads: int = 1, reward_workers: int = 0,
-                 echo=print, fail_after: int | None = None, comm=None) -> None:
+                 echo=print, fail_after: int | None = None, comm=None,
+                 worker: dict | None = None) -> None:
         import torch
 
         buffer = io.BytesIO()
@@ -126,7 +128,8 @@ class AsyncEpisodeSource:
         spec = WorkerSpec(model=buffer.getvalue(), tokenizer=pickle.dumps(tokenizer),
                           source=source, forward=forward, pad_id=tokenizer.pad_token_id,
                           seed=seed, batch_size=batch_size, threads=threads,
-                          reward_workers=reward_workers, fail_after=fail_after)
+                          reward_workers=reward_workers, fail_after=fail_after,
+                          **(worker or {}))  # engine and placement (rollout.factory)
         self.process = start_worker()
         self.inbox, my_outbox = self.process.inbox, self.process.outbox
         self.sender = Sender(my_outbox)
@@ -369,4 +372,4 @@ def make_async_source(config, model, tokenizer, source: dict, *, echo=print, com
         forward=forward, seed=rank_seed(config.optim.seed, rank),  # rank 0: the seed itself
         batch_size=r.batch_size or r.gen_prompts * r.group_size,
         threads=config.model.threads or 1, reward_workers=config.reward.workers, echo=echo,
-        comm=comm)
+        comm=comm, worker=async_worker_options(config, model))

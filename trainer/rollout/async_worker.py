@@ -1,24 +1,31 @@
 """The rollout generator process of ``rollout.async_steps >= 1`` (its trainer side is
 ``verimath.trainer.rollout.async_source``).
 
-The process holds its own copy of the policy, an HF engine on it and the training
-:class:`~verimath.trainer.rollout.episodes.EpisodeSource` (problem stream, scoring), and
-answers the trainer's messages strictly in the order they were sent:
+The process holds a rollout engine of its own and the training
+:class:`~verimath.trainer.rollout.episodes.EpisodeSource` (problem stream, scoring): with
+``rollout.engine=hf`` a copy of the policy and an HF engine on it, with ``rollout.engine=vllm``
+a :class:`~verimath.trainer.rollout.vllm_engine.VLLMRolloutEngine` (no HF copy: vLLM holds the
+weights). It answers the trainer's messages strictly in the order they were sent:
 
 - ``("weights", version, payload)``: load the policy's weights (``torch.save`` bytes of a
-  state dict, or None when the weights did not change) and call them ``version``;
+  state dict, or None when the weights did not change) and call them ``version`` (vLLM: the
+  push of the synchronous path, ``sync_weights``, one parameter at a time);
 - ``("generate", request, num_prompts, version)``: one scored round with the weights it
   holds, which must be ``version``; the groups carry the log-probs of that policy
-  (``old_logprobs``), so the trainer can take their ratio against it later;
+  (``old_logprobs``), so the trainer can take their ratio against it later: the HF copy's
+  forward pass, or vLLM's own sampling log-probs (``processed_logprobs``, the distribution it
+  sampled from);
 - ``("load", episodes_state, rng_state)``: continue a saved problem stream and RNG;
 - ``("state",)``: send the problem stream and RNG as they are now;
 - ``("stop",)``: end.
 
 Because weights and requests travel in one ordered pipe, the version that samples each
 round, and so every round, is determined by the trainer's messages alone: an asynchronous
-run is as reproducible as a synchronous one. The process ignores SIGINT and SIGTERM (the
+run is as reproducible as a synchronous one (vLLM draws each call's request seeds from this
+process's torch RNG, which the checkpoints keep). The process ignores SIGINT and SIGTERM (the
 trainer decides when it ends), dies with the trainer (``PR_SET_PDEATHSIG``), and reports an
-exception as ``("error", traceback)`` before it exits.
+exception as ``("error", traceback)`` before it exits. Its GPU, if any, is set by the spec's
+``visible_devices`` before torch is imported (``verimath.trainer.rollout.placement``).
 """
 
 from __future__ import annotations
@@ -61,6 +68,13 @@ class WorkerSpec:
     threads: int = 1
     reward_workers: int = 0
     """``reward.workers`` (0: the scoring pool's default)."""
+    engine: dict | None = None
+    """``VLLMRolloutEngine`` options (``model_dir`` None: built from ``model``) for vLLM;
+    None for the HF engine on the policy copy."""
+    device: str = "cpu"
+    """The generator's torch device in its own process."""
+    visible_devices: str | None = None
+    """``CUDA_VISIBLE_DEVICES`` of the process (None: inherited)."""
     fail_after: int | None = field(default=None, repr=False)
     """Rounds after which the process raises (tests of the trainer's shutdown)."""
 
@@ -174,11 +188,85 @@ def worker_main(inbox, outbox, spec: WorkerSpec) -> None:
     sender.close()
 
 
+class _HFGenerator:
+    """The HF engine on the process's own copy of the policy."""
+
+    def __init__(self, spec: WorkerSpec, tokenizer) -> None:
+        import torch
+        from verimath.trainer.rollout.engine import HFRolloutEngine
+
+        self.spec = spec
+        self.model = torch.load(io.BytesIO(spec.model), weights_only=False,
+                                map_location=spec.device).eval()
+        self.engine = HFRolloutEngine(self.model, tokenizer, batch_size=spec.batch_size)
+
+    def load_weights(self, state: dict) -> None:
+        self.model.load_state_dict(state)
+
+    def keep_policy(self, groups) -> None:
+        """The sampling policy's log-probs, by a forward pass of the copy."""
+        from verimath.trainer.algo.batch import keep_sampling_policy
+
+        keep_sampling_policy(self.model, groups, pad_id=self.spec.pad_id,
+                             device=self.spec.device, **self.spec.forward)
+
+    def idle(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _VLLMGenerator:
+    """A vLLM engine built from ``model_dir`` (or from the policy's bytes, saved to a
+    temporary directory that is removed once vLLM has loaded it); only the names of the
+    policy's parameters are kept, to push a state dict as ``sync_weights`` wants it."""
+
+    def __init__(self, spec: WorkerSpec, tokenizer) -> None:
+        import tempfile
+
+        import torch
+        from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
+
+        options = dict(spec.engine)
+        model_dir = options.pop("model_dir", None)
+        model = torch.load(io.BytesIO(spec.model), weights_only=False, map_location="cpu")
+        with tempfile.TemporaryDirectory(prefix="verimath_engine_") as tmp:
+            if model_dir is None:  # the built tiny model: vLLM loads from a directory
+                model_dir = tmp
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+            self.engine = VLLMRolloutEngine(model_dir, tokenizer, **options)
+        self.engine.sync_weights(model)  # the policy may differ from the directory's weights
+        self.names = [name for name, _ in model.named_parameters()]  # tied weights once
+        self.sleep, self.awake = bool(options.get("enable_sleep_mode")), True
+        del model
+
+    def load_weights(self, state: dict) -> None:
+        self.engine.sync_weights((name, state[name]) for name in self.names)
+        self.awake = True
+
+    def keep_policy(self, groups) -> None:
+        """vLLM's sampling log-probs are the sampling policy's: they become the groups'
+        old log-probs (there is no trainer-side copy of that version to compare them with)."""
+        for g in groups:
+            g.old_logprobs, g.logprobs = g.logprobs, None
+        self.awake = True
+
+    def idle(self) -> None:
+        """Nothing to generate: with sleep mode, free the GPU memory for the update."""
+        if self.sleep and self.awake:
+            self.engine.sleep(level=1)
+            self.awake = False
+
+    def close(self) -> None:
+        self.engine.close()
+
+
 def _build(spec: WorkerSpec):
     import pickle
 
     import torch
-    from verimath.trainer.rollout.engine import HFRolloutEngine
     from verimath.trainer.rollout.episodes import EpisodeSource
 
     torch.set_num_threads(max(1, spec.threads))
@@ -186,32 +274,38 @@ def _build(spec: WorkerSpec):
         from verimath.rewards.pool import configure_default_pool
 
         configure_default_pool(spec.reward_workers)
-    model = torch.load(io.BytesIO(spec.model), weights_only=False).eval()
     tokenizer = pickle.loads(spec.tokenizer)
-    engine = HFRolloutEngine(model, tokenizer, batch_size=spec.batch_size)
-    source = EpisodeSource(tokenizer=tokenizer, engine=engine, **spec.source)
+    generator = (_VLLMGenerator if spec.engine is not None else _HFGenerator)(spec, tokenizer)
+    source = EpisodeSource(tokenizer=tokenizer, engine=generator.engine, **spec.source)
     torch.manual_seed(spec.seed)
-    return model, source
+    return generator, source
 
 
 def _serve(inbox, sender: Sender, spec: WorkerSpec) -> None:
-    import torch
-    from verimath.trainer.algo.batch import keep_sampling_policy
+    generator, source = _build(spec)
+    _answer(inbox, sender, spec, generator, source)  # an exception ends the process as it is
+    source.close()
+    generator.close()
 
-    model, source = _build(spec)
+
+def _answer(inbox, sender: Sender, spec: WorkerSpec, generator, source) -> None:
+    """Answer the trainer's messages until ``stop`` (see the module docstring)."""
+    import torch
+
     version, rounds, idle = None, 0, 0.0
     while True:
+        if not inbox.poll(0):
+            generator.idle()
         t0 = time.perf_counter()
         message = inbox.recv()
         idle += time.perf_counter() - t0
         kind = message[0]
         if kind == "stop":
-            source.close()
             return
         if kind == "weights":
             _, version, payload = message
             if payload is not None:
-                model.load_state_dict(torch.load(io.BytesIO(payload), weights_only=True))
+                generator.load_weights(torch.load(io.BytesIO(payload), weights_only=True))
         elif kind == "load":
             _, episodes, rng = message
             source.load_state_dict(episodes)
@@ -228,8 +322,7 @@ def _serve(inbox, sender: Sender, spec: WorkerSpec) -> None:
                 raise RuntimeError(f"test failure after {rounds} rounds (fail_after)")
             t1 = time.perf_counter()
             groups, correct = source.next_round(0, num_prompts)
-            keep_sampling_policy(model, groups, pad_id=spec.pad_id, device="cpu",
-                                 **spec.forward)
+            generator.keep_policy(groups)
             stats = dataclasses.asdict(source.pop_stats())
             sender.send(("round", {
                 "request": request, "version": version,
@@ -261,6 +354,8 @@ def main(argv: list[str]) -> None:
         spec = inbox.recv()
     except EOFError:  # the trainer ended before it sent the spec
         return
+    if spec.visible_devices is not None:  # before torch is imported: its GPU is cuda:0
+        os.environ["CUDA_VISIBLE_DEVICES"] = spec.visible_devices
     worker_main(inbox, outbox, spec)
 
 
