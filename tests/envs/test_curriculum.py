@@ -10,14 +10,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import AdaptiveLevel, MathEnv, SkipSolved, generate, make_group_env
-from verimath.envs.curriculum import LevelCurriculum, SolvedFilter, next_level
+from verimath.envs.curriculum import (
+    LevelCurriculum,
+    SolvedFilter,
+    band_side,
+    draw_level,
+    mix_of,
+)
 
 PROPS = settings(max_examples=60, deadline=None)
 
 bands = st.tuples(st.floats(0.0, 0.5), st.floats(0.5, 1.0)).filter(lambda b: b[0] < b[1])
 level_bounds = st.tuples(st.integers(1, 5), st.integers(1, 5)).map(sorted)
-adaptive = st.builds(lambda band, bounds, n: AdaptiveLevel(band[0], band[1], n, *bounds),
-                     bands, level_bounds, st.integers(1, 6))
+adaptive = st.builds(
+    lambda band, bounds, n, k, patience: AdaptiveLevel(band[0], band[1], n, *bounds,
+                                                       substeps=k, patience=patience),
+    bands, level_bounds, st.integers(1, 6), st.integers(1, 4), st.integers(1, 3))
 # A run of groups: (pass-rate pattern index, group size) per step.
 evidence = st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=6), min_size=1, max_size=25)
 
@@ -28,43 +36,68 @@ def correct_matrix(counts: list[int], group_size: int = 4) -> np.ndarray:
 
 
 @PROPS
-@given(settings_=adaptive, level=st.integers(1, 5),
-       rates=st.lists(st.floats(0, 1), max_size=12))
-def test_next_level_moves_at_most_one_within_bounds_and_only_on_evidence(settings_, level,
-                                                                         rates):
-    new = next_level(level, rates, settings_)
+@given(settings_=adaptive, rates=st.lists(st.floats(0, 1), max_size=12))
+def test_band_side_needs_min_groups_and_says_where_the_mean_is(settings_, rates):
+    side = band_side(rates, settings_)
     if len(rates) < settings_.min_groups:
-        assert new == level
+        assert side == 0
         return
-    assert settings_.min_level <= new <= settings_.max_level
-    clamped = min(max(level, settings_.min_level), settings_.max_level)
-    assert abs(new - clamped) <= 1
     mean = float(np.mean(rates))
-    if new > clamped:
-        assert mean > settings_.high
-    if new < clamped:
-        assert mean < settings_.low
-    if settings_.low <= mean <= settings_.high:
-        assert new == clamped
+    assert side == (1 if mean > settings_.high else -1 if mean < settings_.low else 0)
+
+
+@PROPS
+@given(settings_=adaptive, u=st.floats(0, 1, exclude_max=True))
+def test_every_difficulty_step_poses_levels_in_bounds_one_apart(settings_, u):
+    k = settings_.substeps
+    for step in range(settings_.lowest, settings_.highest + 1):
+        level, share_up = mix_of(step, k)
+        drawn = draw_level(step, k, u)
+        assert settings_.min_level <= drawn <= settings_.max_level
+        assert drawn in (level, level + 1) and (drawn == level + 1) == (u < share_up)
+        assert 0 <= share_up < 1 and level + share_up == pytest.approx(step / k)
+
+
+def _reference_moves(settings_: AdaptiveLevel, rates: list[float]) -> list[bool]:
+    """Per group fed at the current difficulty: whether the rule allows a move after it (the
+    window since the last move is full and the latest ``patience`` checks share a side)."""
+    allowed, window, sides = [], [], []
+    for rate in rates:
+        window = (window + [rate])[-settings_.min_groups:]
+        sides.append(band_side(window, settings_))
+        last = sides[-settings_.patience:]
+        allowed.append(len(last) == settings_.patience and last[0] != 0
+                       and all(s == last[0] for s in last))
+    return allowed
 
 
 @PROPS
 @given(settings_=adaptive, start=st.integers(1, 5), steps=evidence)
-def test_level_curriculum_stays_in_bounds_and_moves_only_after_min_groups(settings_, start,
-                                                                          steps):
+def test_difficulty_stays_in_bounds_and_moves_one_step_only_on_enough_evidence(
+        settings_, start, steps):
     cur = LevelCurriculum(settings_, start)
-    seen_since_move = 0
+    since_move: list[float] = []
     for counts in steps:
-        before = cur.level("F")
-        cur.observe(["F"] * len(counts), [before] * len(counts), correct_matrix(counts))
-        after = cur.level("F")
-        assert settings_.min_level <= after <= settings_.max_level
-        seen_since_move += len(counts)
-        if after != before:
-            assert seen_since_move >= settings_.min_groups and abs(after - before) == 1
-            seen_since_move = len(cur.window.get("F", []))
+        for c in counts:  # one group at a time, at the current difficulty
+            before = cur.step("F")
+            cur.observe(["F"], [cur.difficulty("F")], correct_matrix([c]))
+            after = cur.step("F")
+            since_move.append(c / 4)
+            assert settings_.lowest <= after <= settings_.highest
+            assert settings_.min_level <= cur.level("F") <= settings_.max_level
+            allowed = _reference_moves(settings_, since_move)[-1]
+            if after != before:
+                assert allowed and abs(after - before) == 1
+                side = band_side(since_move[-settings_.min_groups:], settings_)
+                assert after - before == side  # up only above the band, down only below
+                since_move = []
+            else:  # stays: no evidence for a move, or already at the bound it points past
+                bound = settings_.highest if band_side(since_move[-settings_.min_groups:],
+                                                       settings_) > 0 else settings_.lowest
+                assert not allowed or after == bound
     stats, window = cur.stats(), cur.window.get("F", [])
     assert stats["curriculum/level/F"] == cur.level("F")
+    assert stats["curriculum/difficulty/F"] == pytest.approx(cur.step("F") / settings_.substeps)
     assert stats["curriculum/groups/F"] == len(window)
     if window:
         informative = [0 < r < 1 for r in window]
@@ -72,26 +105,35 @@ def test_level_curriculum_stays_in_bounds_and_moves_only_after_min_groups(settin
         assert stats["curriculum/pass_rate/F"] == pytest.approx(np.mean(window))
 
 
-def test_groups_posed_at_an_old_level_are_not_evidence():
-    cur = LevelCurriculum(AdaptiveLevel(min_groups=2), start_level=3)
-    cur.observe(["F", "F"], [2, 4], correct_matrix([4, 4]))  # not level 3
-    assert cur.level("F") == 3 and cur.window.get("F", []) == []
-    cur.observe(["F", "F"], [3, 3], correct_matrix([4, 4]))
-    assert cur.level("F") == 4 and cur.stats()["curriculum/moves/F"] == 1
-    cur.observe(["F", "F"], [3, 3], correct_matrix([0, 0]))  # stale: generated before the move
-    assert cur.level("F") == 4
+def test_groups_posed_at_an_old_difficulty_are_not_evidence():
+    cur = LevelCurriculum(AdaptiveLevel(min_groups=2, substeps=2), start_level=3)
+    cur.observe(["F", "F"], [2.5, 4.0], correct_matrix([4, 4]))  # not difficulty 3
+    assert cur.difficulty("F") == 3 and cur.window.get("F", []) == []
+    cur.observe(["F", "F", "F"], [3.0, None, 3.0], correct_matrix([4, 4, 4]))
+    assert cur.difficulty("F") == 3.5 and cur.stats()["curriculum/moves/F"] == 1
+    cur.observe(["F", "F"], [3.0, 3.0], correct_matrix([0, 0]))  # stale: posed before the move
+    assert cur.difficulty("F") == 3.5
+
+
+def test_patience_holds_the_difficulty_through_a_short_excursion():
+    cur = LevelCurriculum(AdaptiveLevel(min_groups=2, patience=3), start_level=2)
+    for counts in ([4, 4, 4], [2], [4], [4], [4]):  # twice above the band, inside, twice above
+        cur.observe(["F"] * len(counts), [2.0] * len(counts), correct_matrix(counts))
+        assert cur.level("F") == 2
+    cur.observe(["F"], [2.0], correct_matrix([4]))  # the third check in a row above it
+    assert cur.level("F") == 3 and cur.window["F"] == [] and cur.streak["F"] == 0
 
 
 def _feed(cur: LevelCurriculum, steps: list[list[int]]) -> None:
     for counts in steps:
-        level = cur.level("F")
-        cur.observe(["F"] * len(counts), [level] * len(counts), correct_matrix(counts))
+        difficulty = cur.difficulty("F")
+        cur.observe(["F"] * len(counts), [difficulty] * len(counts), correct_matrix(counts))
 
 
 @PROPS
-@given(steps=evidence, cut=st.integers(0, 25))
-def test_level_curriculum_resumes_exactly(steps, cut):
-    settings_ = AdaptiveLevel(min_groups=3)
+@given(steps=evidence, cut=st.integers(0, 25), k=st.integers(1, 3), patience=st.integers(1, 3))
+def test_level_curriculum_resumes_exactly(steps, cut, k, patience):
+    settings_ = AdaptiveLevel(min_groups=3, substeps=k, patience=patience)
     whole, first, resumed = (LevelCurriculum(settings_, 2) for _ in range(3))
     _feed(whole, steps)
     _feed(first, steps[:cut])
