@@ -4,21 +4,17 @@ Two switches of `MathEnv` (both off by default, both deterministic from the stre
 the policy's answers, and both in the env's ``state_dict`` so a resumed run continues
 exactly):
 
-``adapt_level`` (procedural envs): each family's difficulty moves to keep its group pass rate
-    (fraction of a group's responses that are correct) inside an informative band. The
-    difficulty is a mix of two neighbouring levels in ``substeps`` steps per level (with 1,
-    whole levels): at step ``level + j / substeps`` a share ``j / substeps`` of the family's
-    problems is posed one level up, each problem's level drawn from its own seeded RNG.
-    Once ``min_groups`` groups were scored at the current difficulty, every further group
-    checks their mean pass rate (`band_side`): ``patience`` checks in a row above ``high``
-    move one step up, below ``low`` one step down (within ``min_level..max_level``); after a
-    move the evidence starts over (a cooldown: the new mix's window fills before it is
-    judged). Groups posed at another difficulty (generated before the move), and problems
-    without ``meta["difficulty"]`` (the source sets it), are not evidence.
+``adapt_level`` (procedural envs, `verimath.envs.curriculum_level`): each family's difficulty
+    moves to keep its group pass rate (fraction of a group's responses that are correct)
+    inside an informative band. The difficulty is a mix of two neighbouring levels in
+    ``substeps`` steps per level (with 1, whole levels), each problem's level drawn from its
+    own seeded RNG; ``min_groups`` groups at the current difficulty, then ``patience`` checks
+    in a row on one side of the band, move it one step; a next level whose groups come back
+    all but unsolvable (a cliff) is re-probed after ever longer waits.
 
     Why a mix: where level ``L + 1`` is a cliff (all wrong) and ``L`` is settled (all
-    right), whole levels swing between two regimes that both teach nothing; a mix settles at
-    the share of the next level whose mean pass rate is inside the band, mostly at ``L``.
+    right), whole levels swing between two regimes that both teach nothing; a mix steps
+    back from the next level as soon as its share comes back too hard, and stays at ``L``.
 
 ``skip_solved`` (dataset envs): a prompt that every sample solved on each of its last
     ``visits`` visits is settled and skipped when its turn comes; after ``recheck_after``
@@ -37,59 +33,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-from verimath.envs.gen_common import LEVELS
+from verimath.envs.curriculum_level import (
+    AdaptiveLevel,
+    LevelCurriculum,
+    band_side,
+    draw_level,
+    group_pass_rates,
+    mix_of,
+    mix_side,
+)
 from verimath.envs.problem import Problem
-
-
-@dataclass(frozen=True)
-class AdaptiveLevel:
-    """Settings of ``adapt_level``: the informative band of the mean group pass rate, how much
-    evidence a move needs, and how fine the difficulty is."""
-
-    low: float = 0.1
-    """Below this mean pass rate the family's difficulty moves one step down."""
-    high: float = 0.9
-    """Above this mean pass rate the family's difficulty moves one step up."""
-    min_groups: int = 16
-    """Groups scored at the current difficulty before it may move (the evidence needed, and
-    a cooldown after each move: the window starts over); the decision reads the latest this
-    many."""
-    min_level: int = 1
-    """Lowest level the family may reach."""
-    max_level: int = 5
-    """Highest level the family may reach."""
-    substeps: int = 1
-    """Difficulty steps per level: 1 moves whole levels; ``k`` poses a share ``j / k`` of the
-    family's problems one level up (``j = 0..k-1``), so each step changes the mix by ``1/k``
-    and a level the policy cannot solve yet is mixed in, not switched to."""
-    patience: int = 1
-    """Checks in a row (one per group scored once the window is full) on the same side of the
-    band before a move: 1 moves at the first; more holds the difficulty through a short
-    excursion of the pass rate (hysteresis)."""
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.low < self.high <= 1.0:
-            raise ValueError(f"adapt_level: need 0 <= low < high <= 1, got low={self.low}, "
-                             f"high={self.high}")
-        for name in ("min_groups", "substeps", "patience"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"adapt_level.{name} must be an integer >= 1, got {value!r}")
-        if not (self.min_level in LEVELS and self.max_level in LEVELS
-                and self.min_level <= self.max_level):
-            raise ValueError(f"adapt_level: need 1 <= min_level <= max_level <= 5, got "
-                             f"min_level={self.min_level}, max_level={self.max_level}")
-
-    @property
-    def lowest(self) -> int:
-        """The lowest difficulty step: ``min_level`` unmixed."""
-        return self.min_level * self.substeps
-
-    @property
-    def highest(self) -> int:
-        """The highest difficulty step: ``max_level`` unmixed."""
-        return self.max_level * self.substeps
 
 
 @dataclass(frozen=True)
@@ -125,138 +78,6 @@ def make_settings(value: Any, kind: type, field: str):
                              ) from None
     raise TypeError(f"{field} must be a bool, a mapping of settings or a {kind.__name__}, got "
                     f"{type(value).__name__}")
-
-
-def band_side(pass_rates: Sequence[float], settings: AdaptiveLevel) -> int:
-    """Where the mean of `pass_rates` lies: +1 above ``high``, -1 below ``low``, 0 inside the
-    band or with fewer than ``min_groups`` rates (not enough evidence)."""
-    if len(pass_rates) < settings.min_groups:
-        return 0
-    mean = float(np.mean(pass_rates))
-    return 1 if mean > settings.high else -1 if mean < settings.low else 0
-
-
-def mix_of(step: int, substeps: int) -> tuple[int, float]:
-    """``(level, share_up)`` of difficulty step `step`: problems are posed at ``level``, a share
-    ``share_up`` of them at ``level + 1``."""
-    return step // substeps, (step % substeps) / substeps
-
-
-def draw_level(step: int, substeps: int, u: float) -> int:
-    """The level of one problem at difficulty step `step`, from a uniform draw ``u`` in [0, 1):
-    one up when ``u < share_up``."""
-    level, share_up = mix_of(step, substeps)
-    return level + int(u < share_up)
-
-
-def group_pass_rates(correct: Any) -> np.ndarray:
-    """``(P,)`` fraction correct of each group from ``correct`` of shape ``(P, G)``."""
-    correct = np.asarray(correct, dtype=bool)
-    if correct.ndim != 2:
-        raise ValueError(f"correct must have shape (P, G), got {correct.shape}")
-    return correct.mean(axis=1)
-
-
-class LevelCurriculum:
-    """Per-family difficulty driven by group pass rates (see the module docstring).
-
-    A family's difficulty is an integer step ``s`` (``level * substeps + j``): its problems are
-    posed at ``s // substeps``, a share ``j / substeps`` of them one level up. Each problem
-    carries the difficulty it was posed at (``meta["difficulty"]``, ``s / substeps``); groups
-    of the current difficulty fill a window, and once it holds ``min_groups`` groups its mean
-    pass rate is checked after every group: ``patience`` checks in a row above the band move
-    one step up, below it one step down (within the level bounds), and the window starts
-    over.
-    """
-
-    def __init__(self, settings: AdaptiveLevel, start_level: int) -> None:
-        self.settings = settings
-        start = int(start_level) * settings.substeps
-        self.start_step = min(max(start, settings.lowest), settings.highest)
-        self.steps: dict[str, int] = {}
-        self.window: dict[str, list[float]] = {}
-        self.streak: dict[str, int] = {}
-        """Signed count of consecutive checks on one side of the band (+ above, - below)."""
-        self.moves: dict[str, int] = {}
-
-    def step(self, family: str) -> int:
-        """The current difficulty step of `family` (the start until evidence moves it)."""
-        return self.steps.setdefault(family, self.start_step)
-
-    def difficulty(self, family: str) -> float:
-        """The current difficulty of `family` as ``level + share_up``."""
-        return self.step(family) / self.settings.substeps
-
-    def level(self, family: str) -> int:
-        """The current base level of `family` (a share of its problems may be one above)."""
-        return mix_of(self.step(family), self.settings.substeps)[0]
-
-    def draw_level(self, family: str, u: float) -> int:
-        """The level of one problem of `family`, from a uniform draw ``u`` in [0, 1)."""
-        return draw_level(self.step(family), self.settings.substeps, u)
-
-    def observe(self, families: Sequence[str], difficulties: Sequence[float | None],
-                correct: Any) -> None:
-        """Record the pass rates of groups posed to `families` at `difficulties` (one each; a
-        difficulty other than the family's current one, or None, is not evidence); a family
-        moves once the evidence is on one side of the band for ``patience`` checks."""
-        rates = group_pass_rates(correct)
-        if not len(families) == len(difficulties) == len(rates):
-            raise ValueError(f"observe: {len(families)} families, {len(difficulties)} "
-                             f"difficulties and {len(rates)} groups; give one of each per group")
-        for family, difficulty, rate in zip(families, difficulties, rates):
-            if difficulty is None or difficulty != self.difficulty(family):
-                continue  # posed before the last move: not evidence for the current step
-            window = self.window.setdefault(family, [])
-            window.append(float(rate))
-            del window[:-self.settings.min_groups]  # the latest groups only
-            self._check(family, band_side(window, self.settings))
-
-    def _check(self, family: str, side: int) -> None:
-        streak = self.streak.get(family, 0)
-        streak = 0 if side == 0 else streak + side if streak * side > 0 else side
-        self.streak[family] = streak
-        if abs(streak) < self.settings.patience:
-            return
-        s = self.settings
-        new = min(max(self.steps[family] + side, s.lowest), s.highest)
-        if new != self.steps[family]:
-            self.steps[family], self.window[family], self.streak[family] = new, [], 0
-            self.moves[family] = self.moves.get(family, 0) + 1
-
-    def stats(self) -> dict[str, float]:
-        """Per family seen: ``curriculum/level/<family>`` (base level) and
-        ``curriculum/difficulty/<family>`` (level plus the share posed one up);
-        ``curriculum/pass_rate/<family>`` and ``curriculum/informative/<family>`` (mean pass
-        rate, and share of groups neither all right nor all wrong, of the latest
-        ``curriculum/groups/<family>`` groups seen at the current difficulty);
-        ``curriculum/moves/<family>`` (difficulty changes so far)."""
-        out: dict[str, float] = {}
-        for family in sorted(self.steps):
-            window = self.window.get(family, [])
-            out[f"curriculum/level/{family}"] = float(self.level(family))
-            out[f"curriculum/difficulty/{family}"] = self.difficulty(family)
-            if window:
-                rates = np.asarray(window)
-                out[f"curriculum/pass_rate/{family}"] = float(rates.mean())
-                out[f"curriculum/informative/{family}"] = float(np.mean((rates > 0) & (rates < 1)))
-            out[f"curriculum/groups/{family}"] = float(len(window))
-            out[f"curriculum/moves/{family}"] = float(self.moves.get(family, 0))
-        return out
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"settings": asdict(self.settings), "steps": dict(self.steps),
-                "window": {k: list(v) for k, v in self.window.items()},
-                "streak": dict(self.streak), "moves": dict(self.moves)}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if "steps" not in state:
-            raise ValueError("the adapt_level state holds no 'steps' entry: it was saved by an "
-                             "older verimath; start a new run")
-        self.steps = {k: int(v) for k, v in state["steps"].items()}
-        self.window = {k: [float(x) for x in v] for k, v in state["window"].items()}
-        self.streak = {k: int(v) for k, v in state["streak"].items()}
-        self.moves = {k: int(v) for k, v in state["moves"].items()}
 
 
 class SolvedFilter:
@@ -315,4 +136,4 @@ class SolvedFilter:
 
 
 __all__ = ["AdaptiveLevel", "LevelCurriculum", "SkipSolved", "SolvedFilter", "band_side",
-           "draw_level", "group_pass_rates", "make_settings", "mix_of"]
+           "draw_level", "group_pass_rates", "make_settings", "mix_of", "mix_side"]

@@ -93,7 +93,7 @@ class StreamSource:
         families = [p.meta.get("family", self.name) if self.family_of else self.name
                     for p in problems]
         self.curriculum.observe(families, [p.meta.get("difficulty") for p in problems],
-                                correct)
+                                [p.meta.get("level") for p in problems], correct)
 
     def stats(self) -> dict[str, float]:
         return {} if self.curriculum is None else self.curriculum.stats()

@@ -119,6 +119,14 @@ class DataConfig:
     adapt_min_groups: int = 16
     """Groups scored at a family's current level before ``adapt_level`` may move it (their
     mean pass rate decides)."""
+    adapt_substeps: int = 1
+    """Difficulty steps per level for ``adapt_level``: 1 moves whole levels; ``k`` poses a
+    share ``j / k`` of the problems one level up and moves it ``1 / k`` at a time
+    (``curriculum/difficulty/<family>``), so a level the policy cannot solve yet is mixed in
+    and backed off from rather than switched to."""
+    adapt_patience: int = 1
+    """Checks in a row (one per group once ``adapt_min_groups`` are in) on the same side of
+    ``adapt_band`` before ``adapt_level`` moves (hysteresis)."""
     adapt_levels: tuple[int, int] = (1, 5)
     """``(lowest, highest)`` level ``adapt_level`` may reach (with ``skip_containing``, keep
     it below a level whose prompts all contain a skipped text)."""
@@ -152,10 +160,11 @@ class DataConfig:
         try:
             adapt = AdaptiveLevel(low=self.adapt_band[0], high=self.adapt_band[1],
                                   min_groups=self.adapt_min_groups,
-                                  min_level=self.adapt_levels[0], max_level=self.adapt_levels[1])
+                                  min_level=self.adapt_levels[0], max_level=self.adapt_levels[1],
+                                  substeps=self.adapt_substeps, patience=self.adapt_patience)
         except ValueError as exc:
-            raise ValueError(f"data.adapt_band / data.adapt_min_groups / data.adapt_levels: "
-                             f"{exc}") from None
+            raise ValueError(f"data.adapt_band / data.adapt_min_groups / data.adapt_levels / "
+                             f"data.adapt_substeps / data.adapt_patience: {exc}") from None
         try:
             skip = SkipSolved(visits=self.skip_solved_visits,
                               recheck_after=self.skip_solved_recheck)

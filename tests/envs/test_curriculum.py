@@ -16,6 +16,7 @@ from verimath.envs.curriculum import (
     band_side,
     draw_level,
     mix_of,
+    mix_side,
 )
 
 PROPS = settings(max_examples=60, deadline=None)
@@ -37,13 +38,34 @@ def correct_matrix(counts: list[int], group_size: int = 4) -> np.ndarray:
 
 @PROPS
 @given(settings_=adaptive, rates=st.lists(st.floats(0, 1), max_size=12))
-def test_band_side_needs_min_groups_and_says_where_the_mean_is(settings_, rates):
+def test_band_side_says_where_the_mean_is(settings_, rates):
     side = band_side(rates, settings_)
-    if len(rates) < settings_.min_groups:
+    if not rates:
         assert side == 0
         return
     mean = float(np.mean(rates))
     assert side == (1 if mean > settings_.high else -1 if mean < settings_.low else 0)
+
+
+window_st = st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])),
+                     max_size=10)
+
+
+@PROPS
+@given(settings_=adaptive, window=window_st)
+def test_mix_side_needs_min_groups_and_never_goes_up_while_a_part_is_too_hard(settings_, window):
+    side = mix_side(window, settings_)
+    if len(window) < settings_.min_groups:
+        assert side == 0
+        return
+    base = [r for up, r in window if not up]
+    upper = [r for up, r in window if up]
+    if any(part and np.mean(part) < settings_.low for part in (base, upper)):
+        assert side == -1
+    elif side == 1:  # too easy: the base level (or, without one, the level above) is settled
+        assert np.mean(base or upper) > settings_.high
+    else:
+        assert side == 0
 
 
 @PROPS
@@ -58,76 +80,120 @@ def test_every_difficulty_step_poses_levels_in_bounds_one_apart(settings_, u):
         assert 0 <= share_up < 1 and level + share_up == pytest.approx(step / k)
 
 
-def _reference_moves(settings_: AdaptiveLevel, rates: list[float]) -> list[bool]:
-    """Per group fed at the current difficulty: whether the rule allows a move after it (the
-    window since the last move is full and the latest ``patience`` checks share a side)."""
-    allowed, window, sides = [], [], []
-    for rate in rates:
-        window = (window + [rate])[-settings_.min_groups:]
-        sides.append(band_side(window, settings_))
-        last = sides[-settings_.patience:]
-        allowed.append(len(last) == settings_.patience and last[0] != 0
-                       and all(s == last[0] for s in last))
-    return allowed
+def _observe_one(cur: LevelCurriculum, count: int, up: bool, group_size: int = 4) -> None:
+    """One group of `count` right answers at the current difficulty, posed one level up when
+    `up` and the mix has a share there."""
+    level = cur.level("F") + int(up and cur.step("F") % cur.settings.substeps > 0)
+    cur.observe(["F"], [cur.difficulty("F")], [level], correct_matrix([count], group_size))
+
+
+groups_st = st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=1, max_size=80)
 
 
 @PROPS
-@given(settings_=adaptive, start=st.integers(1, 5), steps=evidence)
+@given(settings_=adaptive, start=st.integers(1, 5), groups=groups_st)
 def test_difficulty_stays_in_bounds_and_moves_one_step_only_on_enough_evidence(
-        settings_, start, steps):
+        settings_, start, groups):
     cur = LevelCurriculum(settings_, start)
-    since_move: list[float] = []
-    for counts in steps:
-        for c in counts:  # one group at a time, at the current difficulty
-            before = cur.step("F")
-            cur.observe(["F"], [cur.difficulty("F")], correct_matrix([c]))
-            after = cur.step("F")
-            since_move.append(c / 4)
-            assert settings_.lowest <= after <= settings_.highest
-            assert settings_.min_level <= cur.level("F") <= settings_.max_level
-            allowed = _reference_moves(settings_, since_move)[-1]
-            if after != before:
-                assert allowed and abs(after - before) == 1
-                side = band_side(since_move[-settings_.min_groups:], settings_)
-                assert after - before == side  # up only above the band, down only below
-                since_move = []
-            else:  # stays: no evidence for a move, or already at the bound it points past
-                bound = settings_.highest if band_side(since_move[-settings_.min_groups:],
-                                                       settings_) > 0 else settings_.lowest
-                assert not allowed or after == bound
-    stats, window = cur.stats(), cur.window.get("F", [])
+    window, sides, failed = [], [], 0
+    for count, up in groups:
+        before = cur.step("F")
+        is_up = int(up and before % settings_.substeps > 0)
+        _observe_one(cur, count, up)
+        after = cur.step("F")
+        window = (window + [(is_up, count / 4)])[-settings_.min_groups:]
+        sides.append(mix_side(window, settings_))
+        assert settings_.lowest <= after <= settings_.highest
+        assert settings_.min_level <= cur.level("F") <= settings_.max_level
+        if after == before:
+            continue
+        last = sides[-settings_.patience:]
+        assert abs(after - before) == 1 and len(window) == settings_.min_groups
+        assert len(last) == settings_.patience and all(s == after - before for s in last)
+        if after > before and not any(u for u, _ in window):  # a blind probe waits
+            assert len(sides) >= settings_.min_groups * 2 ** failed
+        failed = cur.failed.get("F", 0)
+        window, sides = [], []
+    stats = cur.stats()
     assert stats["curriculum/level/F"] == cur.level("F")
     assert stats["curriculum/difficulty/F"] == pytest.approx(cur.step("F") / settings_.substeps)
     assert stats["curriculum/groups/F"] == len(window)
     if window:
-        informative = [0 < r < 1 for r in window]
-        assert stats["curriculum/informative/F"] == pytest.approx(np.mean(informative))
-        assert stats["curriculum/pass_rate/F"] == pytest.approx(np.mean(window))
+        rates = [r for _, r in window]
+        assert stats["curriculum/informative/F"] == pytest.approx(
+            np.mean([0 < r < 1 for r in rates]))
+        assert stats["curriculum/pass_rate/F"] == pytest.approx(np.mean(rates))
 
 
 def test_groups_posed_at_an_old_difficulty_are_not_evidence():
     cur = LevelCurriculum(AdaptiveLevel(min_groups=2, substeps=2), start_level=3)
-    cur.observe(["F", "F"], [2.5, 4.0], correct_matrix([4, 4]))  # not difficulty 3
+    cur.observe(["F", "F"], [2.5, 4.0], [3, 4], correct_matrix([4, 4]))  # not difficulty 3
     assert cur.difficulty("F") == 3 and cur.window.get("F", []) == []
-    cur.observe(["F", "F", "F"], [3.0, None, 3.0], correct_matrix([4, 4, 4]))
+    cur.observe(["F", "F", "F"], [3.0, None, 3.0], [3, 3, 3], correct_matrix([4, 4, 4]))
     assert cur.difficulty("F") == 3.5 and cur.stats()["curriculum/moves/F"] == 1
-    cur.observe(["F", "F"], [3.0, 3.0], correct_matrix([0, 0]))  # stale: posed before the move
+    cur.observe(["F", "F"], [3.0, 3.0], [3, 3], correct_matrix([0, 0]))  # posed before it
     assert cur.difficulty("F") == 3.5
 
 
 def test_patience_holds_the_difficulty_through_a_short_excursion():
     cur = LevelCurriculum(AdaptiveLevel(min_groups=2, patience=3), start_level=2)
     for counts in ([4, 4, 4], [2], [4], [4], [4]):  # twice above the band, inside, twice above
-        cur.observe(["F"] * len(counts), [2.0] * len(counts), correct_matrix(counts))
+        cur.observe(["F"] * len(counts), [2.0] * len(counts), [2] * len(counts),
+                    correct_matrix(counts))
         assert cur.level("F") == 2
-    cur.observe(["F"], [2.0], correct_matrix([4]))  # the third check in a row above it
+    cur.observe(["F"], [2.0], [2], correct_matrix([4]))  # the third check in a row above it
     assert cur.level("F") == 3 and cur.window["F"] == [] and cur.streak["F"] == 0
+
+
+def test_a_failed_probe_of_the_next_level_doubles_the_wait_and_a_reachable_one_ends_it():
+    cur = LevelCurriculum(AdaptiveLevel(min_groups=4, substeps=4), start_level=2)
+    waits = []
+    for _ in range(4):  # base level all right, the next level all wrong: a cliff
+        groups = 0
+        while cur.step("F") == 8:
+            _observe_one(cur, 4, up=False)
+            groups += 1
+        waits.append(groups)
+        while cur.step("F") == 9:  # the probe: a quarter of the problems one level up
+            _observe_one(cur, 0, up=True)
+            _observe_one(cur, 4, up=False)
+        assert cur.step("F") == 8
+    assert waits == [4, 8, 16, 32] and cur.failed["F"] == 4
+    groups = 0
+    while cur.step("F") == 8:
+        _observe_one(cur, 4, up=False)
+        groups += 1
+    assert groups == 4 * 2**4  # the wait after four failed probes in a row
+    while cur.step("F") == 9:  # now the next level is within reach: the wait ends
+        _observe_one(cur, 2, up=True)
+        _observe_one(cur, 4, up=False)
+    assert cur.step("F") == 10 and cur.failed["F"] == 0
+
+
+def test_at_a_cliff_the_mix_stays_informative_where_whole_levels_swing():
+    """A policy that solves level 2 with p = 0.95 per sample and never solves level 3: whole
+    levels spend half the groups on level 3, the mix almost none."""
+    def run(substeps: int) -> tuple[float, float]:
+        rng = np.random.default_rng(0)
+        cur = LevelCurriculum(AdaptiveLevel(min_groups=16, substeps=substeps), start_level=2)
+        informative = at_three = 0
+        for _ in range(4000):
+            level = cur.draw_level("F", float(rng.random()))
+            right = rng.random(16) < (0.95 if level == 2 else 0.0)
+            cur.observe(["F"], [cur.difficulty("F")], [level], right[None, :])
+            informative += 0 < right.sum() < 16
+            at_three += level == 3
+        return informative / 4000, at_three / 4000
+
+    whole, mixed = run(1), run(4)
+    assert whole[1] > 0.3 and mixed[1] < 0.03
+    assert mixed[0] > whole[0] + 0.1
 
 
 def _feed(cur: LevelCurriculum, steps: list[list[int]]) -> None:
     for counts in steps:
-        difficulty = cur.difficulty("F")
-        cur.observe(["F"] * len(counts), [difficulty] * len(counts), correct_matrix(counts))
+        for i, c in enumerate(counts):
+            _observe_one(cur, c, up=bool(i % 2))
 
 
 @PROPS
