@@ -33,15 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from verimath.envs.curriculum_level import (
-    AdaptiveLevel,
-    LevelCurriculum,
-    band_side,
-    draw_level,
-    group_pass_rates,
-    mix_of,
-    mix_side,
-)
+from verimath.envs.curriculum_level import AdaptiveLevel, LevelCurriculum, group_pass_rates
 from verimath.envs.problem import Problem
 
 
@@ -135,5 +127,5 @@ class SolvedFilter:
         self.skipped, self.rechecked = int(state["skipped"]), int(state["rechecked"])
 
 
-__all__ = ["AdaptiveLevel", "LevelCurriculum", "SkipSolved", "SolvedFilter", "band_side",
-           "draw_level", "group_pass_rates", "make_settings", "mix_of", "mix_side"]
+__all__ = ["AdaptiveLevel", "LevelCurriculum", "SkipSolved", "SolvedFilter", "group_pass_rates",
+           "make_settings"]

@@ -6,23 +6,23 @@ problem's level drawn from its own seeded RNG (`draw_level`). With ``substeps = 
 difficulty moves whole levels. Each problem carries the difficulty it was posed at
 (``meta["difficulty"]``, ``s / substeps``); groups posed at the current difficulty fill a
 window of the latest ``min_groups`` (with the level each was posed at), and once it is full
-every further group is a check (`mix_side`):
+every further group is a check (`mix_side`). A group's pass rate is too low below ``low``
+(nearly all wrong) and too high above ``high`` (nearly all right): either way it teaches
+little. The check says
 
-* too hard (-1): the groups posed one level up, or those at the base level, have a mean pass
-  rate below ``low``;
-* too easy (+1): the base level's groups are above ``high`` and those one level up (if any)
-  are not too hard;
-* otherwise inside the band (0).
+* too hard (-1): the window holds more too-low groups than too-high ones, by more than
+  ``margin``; or its groups posed one level up (two at least) are all too low (a cliff);
+* too easy (+1): more too-high groups than too-low ones, by more than ``margin``;
+* otherwise balanced (0).
 
 ``patience`` checks in a row on one side move one step that way (within
 ``min_level..max_level``) and the evidence starts over: the new mix's window fills before it
-is judged (a cooldown). A step down because the next level's groups were too hard is a failed
-probe of that level: the next step up into it from an unmixed level (a blind probe, with no
-groups of it in the window) then waits for ``min_groups * 2**failed`` groups (``failed``
-capped at `BACKOFF_CAP`), so a level the policy cannot reach yet (a cliff: all
-wrong while the base level is all right) is re-probed ever more rarely but always again,
-instead of the difficulty swinging between two levels that both teach nothing. A step up from
-a mix whose upper groups were inside the band ends the backoff.
+is judged (a cooldown). A step down at a cliff is a failed probe of the next level: the next
+step up into it from an unmixed level (a blind probe, no groups of it in the window) waits
+for ``min_groups * 2**failed`` groups (``failed`` capped at `BACKOFF_CAP`). So a level the
+policy cannot reach yet is re-probed ever more rarely but always again, instead of the
+difficulty swinging between a settled level and an unsolvable one, which both teach nothing.
+A step up from a mix (groups of the next level in its window) ends the backoff.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ BACKOFF_CAP = 5
 
 @dataclass(frozen=True)
 class AdaptiveLevel:
-    """Settings of ``adapt_level``: the informative band of the mean group pass rate, how much
-    evidence a move needs, and how fine the difficulty is."""
+    """Settings of ``adapt_level``: the informative band of group pass rates, how much evidence
+    a move needs, and how fine the difficulty is."""
 
     low: float = 0.1
-    """Below this mean pass rate the family's difficulty moves one step down."""
+    """A group whose pass rate is below this is too hard (it teaches little)."""
     high: float = 0.9
-    """Above this mean pass rate the family's difficulty moves one step up."""
+    """A group whose pass rate is above this is too easy (it teaches little)."""
     min_groups: int = 16
     """Groups scored at the current difficulty before it may move (the evidence needed, and
     a cooldown after each move: the window starts over); the decision reads the latest this
@@ -59,6 +59,10 @@ class AdaptiveLevel:
     """Difficulty steps per level: 1 moves whole levels; ``k`` poses a share ``j / k`` of the
     family's problems one level up (``j = 0..k-1``), so each step changes the mix by ``1/k``
     and a level the policy cannot solve yet is mixed in, not switched to."""
+    margin: float = 0.1
+    """How much larger the share of too-hard groups (pass rate below ``low``) must be than the
+    share of too-easy ones (above ``high``), or the other way round, for a check to call the
+    difficulty too hard (too easy)."""
     patience: int = 1
     """Checks in a row (one per group scored once the window is full) on the same side of the
     band before a move: 1 moves at the first; more holds the difficulty through a short
@@ -68,6 +72,8 @@ class AdaptiveLevel:
         if not 0.0 <= self.low < self.high <= 1.0:
             raise ValueError(f"adapt_level: need 0 <= low < high <= 1, got low={self.low}, "
                              f"high={self.high}")
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"adapt_level.margin must be in [0, 1), got {self.margin}")
         for name in ("min_groups", "substeps", "patience"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 1:
@@ -97,26 +103,32 @@ def group_pass_rates(correct: Any) -> np.ndarray:
 
 
 def band_side(pass_rates: Sequence[float], settings: AdaptiveLevel) -> int:
-    """Where the mean of `pass_rates` lies: +1 above ``high``, -1 below ``low``, 0 inside the
-    band or with no rates."""
+    """Which side of the band a set of groups leans to: +1 when the share of groups above
+    ``high`` (too easy) exceeds the share below ``low`` (too hard) by more than ``margin``,
+    -1 the other way round, 0 otherwise or with no groups."""
     if len(pass_rates) == 0:
         return 0
-    mean = float(np.mean(pass_rates))
-    return 1 if mean > settings.high else -1 if mean < settings.low else 0
+    rates = np.asarray(pass_rates, dtype=float)
+    easy, hard = float(np.mean(rates > settings.high)), float(np.mean(rates < settings.low))
+    return 1 if easy > hard + settings.margin else -1 if hard > easy + settings.margin else 0
+
+
+def is_cliff(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> bool:
+    """Whether the window's groups posed one level up (two at least) are all too hard: the
+    next level is out of reach, whatever the mix's balance says."""
+    upper = [r for up, r in window if up]
+    return len(upper) >= 2 and all(r < settings.low for r in upper)
 
 
 def mix_side(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> int:
     """The check of a window of ``(up, pass_rate)`` groups (``up`` 1 for a group posed one
-    level above the base, else 0): -1 too hard, +1 too easy, 0 inside the band or fewer than
-    ``min_groups`` groups (see the module docstring)."""
+    level above the base, else 0): -1 too hard (or a cliff), +1 too easy, 0 balanced or fewer
+    than ``min_groups`` groups (see the module docstring)."""
     if len(window) < settings.min_groups:
         return 0
-    base = band_side([r for up, r in window if not up], settings)
-    upper = band_side([r for up, r in window if up], settings)
-    if upper < 0 or base < 0:
+    if is_cliff(window, settings):
         return -1
-    only_upper = all(up for up, _ in window)
-    return 1 if base > 0 or (only_upper and upper > 0) else 0
+    return band_side([r for _, r in window], settings)
 
 
 def mix_of(step: int, substeps: int) -> tuple[int, float]:
@@ -190,7 +202,8 @@ class LevelCurriculum:
         streak = 0 if side == 0 else streak + side if streak * side > 0 else side
         self.streak[family] = streak
         s, failed = self.settings, self.failed.get(family, 0)
-        upper = [r for up, r in self.window[family] if up]
+        window = self.window[family]
+        upper = any(up for up, _ in window)
         if abs(streak) < s.patience:
             return
         if side > 0 and not upper and self.seen[family] < s.min_groups * 2 ** failed:
@@ -198,7 +211,7 @@ class LevelCurriculum:
         new = min(max(self.steps[family] + side, s.lowest), s.highest)
         if new == self.steps[family]:
             return
-        if side < 0 and band_side(upper, s) < 0:
+        if side < 0 and is_cliff(window, s):
             self.failed[family] = min(failed + 1, BACKOFF_CAP)
         elif side > 0 and upper:
             self.failed[family] = 0  # the next level was within reach
@@ -245,4 +258,4 @@ class LevelCurriculum:
 
 
 __all__ = ["BACKOFF_CAP", "AdaptiveLevel", "LevelCurriculum", "band_side", "draw_level",
-           "group_pass_rates", "mix_of", "mix_side"]
+           "group_pass_rates", "is_cliff", "mix_of", "mix_side"]

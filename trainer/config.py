@@ -110,12 +110,17 @@ class DataConfig:
     seed: int = 0
     """Seed of the training problem stream."""
     adapt_level: bool = False
-    """Difficulty that follows the policy, for the procedural family: each family's level
-    (starting at ``level``) moves one up when its mean group pass rate is above
-    ``adapt_band[1]``, one down below ``adapt_band[0]`` (``curriculum/level/<family>`` and
-    its pass rate in the metrics). Held-out problems stay at ``level``."""
+    """Difficulty that follows the policy, for the procedural family: each family's
+    difficulty (starting at ``level``) moves up while its groups are mostly solved by every
+    sample and down while mostly by none (``verimath.envs.curriculum_level``;
+    ``curriculum/difficulty/<family>`` and its pass rate in the metrics). Held-out problems
+    stay at ``level``."""
     adapt_band: tuple[float, float] = (0.1, 0.9)
-    """``(low, high)``: the band of mean group pass rates that ``adapt_level`` keeps."""
+    """``(low, high)``: ``adapt_level`` counts a group below ``low`` (pass rate) as too hard
+    and above ``high`` as too easy, and moves the difficulty toward the band."""
+    adapt_margin: float = 0.1
+    """``adapt_level`` moves when the share of too-hard groups exceeds that of too-easy ones
+    (or the other way round) by more than this."""
     adapt_min_groups: int = 16
     """Groups scored at a family's current level before ``adapt_level`` may move it (their
     mean pass rate decides)."""
@@ -161,10 +166,12 @@ class DataConfig:
             adapt = AdaptiveLevel(low=self.adapt_band[0], high=self.adapt_band[1],
                                   min_groups=self.adapt_min_groups,
                                   min_level=self.adapt_levels[0], max_level=self.adapt_levels[1],
-                                  substeps=self.adapt_substeps, patience=self.adapt_patience)
+                                  substeps=self.adapt_substeps, patience=self.adapt_patience,
+                                  margin=self.adapt_margin)
         except ValueError as exc:
-            raise ValueError(f"data.adapt_band / data.adapt_min_groups / data.adapt_levels / "
-                             f"data.adapt_substeps / data.adapt_patience: {exc}") from None
+            raise ValueError(f"data.adapt_band / data.adapt_margin / data.adapt_min_groups / "
+                             f"data.adapt_levels / data.adapt_substeps / data.adapt_patience: "
+                             f"{exc}") from None
         try:
             skip = SkipSolved(visits=self.skip_solved_visits,
                               recheck_after=self.skip_solved_recheck)

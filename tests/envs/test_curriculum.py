@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import AdaptiveLevel, MathEnv, SkipSolved, generate, make_group_env
-from verimath.envs.curriculum import (
+from verimath.envs.curriculum import SolvedFilter
+from verimath.envs.curriculum_level import (
     LevelCurriculum,
-    SolvedFilter,
     band_side,
     draw_level,
+    is_cliff,
     mix_of,
     mix_side,
 )
@@ -38,13 +39,16 @@ def correct_matrix(counts: list[int], group_size: int = 4) -> np.ndarray:
 
 @PROPS
 @given(settings_=adaptive, rates=st.lists(st.floats(0, 1), max_size=12))
-def test_band_side_says_where_the_mean_is(settings_, rates):
+def test_band_side_compares_too_easy_and_too_hard_groups(settings_, rates):
     side = band_side(rates, settings_)
-    if not rates:
-        assert side == 0
-        return
-    mean = float(np.mean(rates))
-    assert side == (1 if mean > settings_.high else -1 if mean < settings_.low else 0)
+    easy = sum(r > settings_.high for r in rates) / max(len(rates), 1)
+    hard = sum(r < settings_.low for r in rates) / max(len(rates), 1)
+    assert side == (1 if easy > hard + settings_.margin else
+                    -1 if hard > easy + settings_.margin else 0)
+    if side > 0:  # never "too easy" when most groups are too hard, nor the other way round
+        assert easy > hard
+    if side < 0:
+        assert hard > easy
 
 
 window_st = st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])),
@@ -53,19 +57,16 @@ window_st = st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.25, 0.
 
 @PROPS
 @given(settings_=adaptive, window=window_st)
-def test_mix_side_needs_min_groups_and_never_goes_up_while_a_part_is_too_hard(settings_, window):
+def test_mix_side_needs_min_groups_and_steps_back_from_a_cliff(settings_, window):
     side = mix_side(window, settings_)
     if len(window) < settings_.min_groups:
         assert side == 0
         return
-    base = [r for up, r in window if not up]
     upper = [r for up, r in window if up]
-    if any(part and np.mean(part) < settings_.low for part in (base, upper)):
-        assert side == -1
-    elif side == 1:  # too easy: the base level (or, without one, the level above) is settled
-        assert np.mean(base or upper) > settings_.high
+    if len(upper) >= 2 and all(r < settings_.low for r in upper):
+        assert side == -1 and is_cliff(window, settings_)
     else:
-        assert side == 0
+        assert side == band_side([r for _, r in window], settings_)
 
 
 @PROPS
@@ -137,7 +138,7 @@ def test_groups_posed_at_an_old_difficulty_are_not_evidence():
 
 def test_patience_holds_the_difficulty_through_a_short_excursion():
     cur = LevelCurriculum(AdaptiveLevel(min_groups=2, patience=3), start_level=2)
-    for counts in ([4, 4, 4], [2], [4], [4], [4]):  # twice above the band, inside, twice above
+    for counts in ([4, 4, 4], [0], [4], [4], [4]):  # twice too easy, balanced, twice too easy
         cur.observe(["F"] * len(counts), [2.0] * len(counts), [2] * len(counts),
                     correct_matrix(counts))
         assert cur.level("F") == 2

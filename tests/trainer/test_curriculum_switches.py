@@ -65,7 +65,8 @@ def test_config_keys_are_off_by_default_and_build_the_env_settings():
     on = DataConfig(adapt_level=True, adapt_band=(0.2, 0.8), adapt_min_groups=4,
                     adapt_levels=(2, 3), adapt_substeps=4, adapt_patience=2).curriculum()
     assert on["adapt_level"] == {"low": 0.2, "high": 0.8, "min_groups": 4, "min_level": 2,
-                                 "max_level": 3, "substeps": 4, "patience": 2}
+                                 "max_level": 3, "substeps": 4, "margin": 0.1,
+                                 "patience": 2}
     skip = DataConfig(train_file="t.jsonl", skip_solved=True, skip_solved_visits=3,
                       skip_solved_recheck=5).curriculum()
     assert skip == {"adapt_level": None, "skip_solved": {"visits": 3, "recheck_after": 5}}
@@ -79,6 +80,7 @@ def test_config_keys_are_off_by_default_and_build_the_env_settings():
     ({"adapt_levels": (4, 6)}, "data.adapt_levels"),
     ({"adapt_substeps": 0}, "data.adapt_substeps"),
     ({"adapt_patience": 0}, "data.adapt_patience"),
+    ({"adapt_margin": 1.0}, "data.adapt_margin"),
     ({"skip_solved_recheck": 0}, "data.skip_solved_recheck"),
 ])
 def test_bad_settings_name_the_key(kwargs, key):
