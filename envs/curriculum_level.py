@@ -10,19 +10,20 @@ every further group is a check (`mix_side`). A group's pass rate is too low belo
 (nearly all wrong) and too high above ``high`` (nearly all right): either way it teaches
 little. The check says
 
-* too hard (-1): the window holds more too-low groups than too-high ones, by more than
-  ``margin``; or its groups posed one level up (two at least) are all too low (a cliff);
-* too easy (+1): more too-high groups than too-low ones, by more than ``margin``;
-* otherwise balanced (0).
+* a cliff (`cliff_side`): the groups of one level of the mix (two at least) are all too
+  low while the other level's are not: step toward the other level;
+* else too hard (-1) when the window holds more too-low groups than too-high ones, by more
+  than ``margin``; too easy (+1) the other way round; otherwise balanced (0).
 
 ``patience`` checks in a row on one side move one step that way (within
 ``min_level..max_level``) and the evidence starts over: the new mix's window fills before it
-is judged (a cooldown). A step down at a cliff is a failed probe of the next level: the next
-step up into it from an unmixed level (a blind probe, no groups of it in the window) waits
-for ``min_groups * 2**failed`` groups (``failed`` capped at `BACKOFF_CAP`). So a level the
-policy cannot reach yet is re-probed ever more rarely but always again, instead of the
-difficulty swinging between a settled level and an unsolvable one, which both teach nothing.
-A step up from a mix (groups of the next level in its window) ends the backoff.
+is judged (a cooldown). A step away from a cliff is a failed probe: the next step out of an
+unmixed level (a blind probe, one level in the window) waits for ``min_groups * 2**failed``
+groups (``failed`` capped at `BACKOFF_CAP`). So a neighbouring level the policy cannot solve
+(above it, or below it: a policy trained on one level may fail an easier one whose prompts
+look different) is re-probed ever more rarely but always again, instead of the difficulty
+swinging between a level that is settled and one that is hopeless, which both teach nothing.
+A step from a mix whose two levels were both within reach ends the backoff.
 """
 
 from __future__ import annotations
@@ -113,22 +114,32 @@ def band_side(pass_rates: Sequence[float], settings: AdaptiveLevel) -> int:
     return 1 if easy > hard + settings.margin else -1 if hard > easy + settings.margin else 0
 
 
-def is_cliff(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> bool:
-    """Whether the window's groups posed one level up (two at least) are all too hard: the
-    next level is out of reach, whatever the mix's balance says."""
+def cliff_side(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> int:
+    """-1 when the window's groups posed one level up (two at least) are all too hard while
+    those at the base level are not: the next level is out of reach; +1 when the base level's
+    are all too hard while those one up are not: the lower level is the one out of reach (a
+    policy trained on one level may fail an easier one whose prompts look different); else
+    0."""
+    base = [r for up, r in window if not up]
     upper = [r for up, r in window if up]
-    return len(upper) >= 2 and all(r < settings.low for r in upper)
+
+    def hopeless(part: list[float]) -> bool:
+        return len(part) >= 2 and all(r < settings.low for r in part)
+
+    if hopeless(upper) and not hopeless(base):
+        return -1
+    if hopeless(base) and upper and not hopeless(upper):
+        return 1
+    return 0
 
 
 def mix_side(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> int:
     """The check of a window of ``(up, pass_rate)`` groups (``up`` 1 for a group posed one
-    level above the base, else 0): -1 too hard (or a cliff), +1 too easy, 0 balanced or fewer
-    than ``min_groups`` groups (see the module docstring)."""
+    level above the base, else 0): a cliff's side (`cliff_side`), else `band_side` of all its
+    groups; 0 with fewer than ``min_groups`` groups (see the module docstring)."""
     if len(window) < settings.min_groups:
         return 0
-    if is_cliff(window, settings):
-        return -1
-    return band_side([r for _, r in window], settings)
+    return cliff_side(window, settings) or band_side([r for _, r in window], settings)
 
 
 def mix_of(step: int, substeps: int) -> tuple[int, float]:
@@ -203,18 +214,18 @@ class LevelCurriculum:
         self.streak[family] = streak
         s, failed = self.settings, self.failed.get(family, 0)
         window = self.window[family]
-        upper = any(up for up, _ in window)
+        mixed = len({up for up, _ in window}) == 2
         if abs(streak) < s.patience:
             return
-        if side > 0 and not upper and self.seen[family] < s.min_groups * 2 ** failed:
-            return  # a blind probe of the next level, after the last one failed: wait
+        if not mixed and self.seen[family] < s.min_groups * 2 ** failed:
+            return  # a blind probe of a neighbouring level, after the last one failed: wait
         new = min(max(self.steps[family] + side, s.lowest), s.highest)
         if new == self.steps[family]:
             return
-        if side < 0 and is_cliff(window, s):
+        if cliff_side(window, s):
             self.failed[family] = min(failed + 1, BACKOFF_CAP)
-        elif side > 0 and upper:
-            self.failed[family] = 0  # the next level was within reach
+        elif mixed:
+            self.failed[family] = 0  # both levels of the mix were within reach
         self.steps[family], self.window[family] = new, []
         self.seen[family], self.streak[family] = 0, 0
         self.moves[family] = self.moves.get(family, 0) + 1
@@ -257,5 +268,5 @@ class LevelCurriculum:
             setattr(self, name, {k: int(v) for k, v in state[name].items()})
 
 
-__all__ = ["BACKOFF_CAP", "AdaptiveLevel", "LevelCurriculum", "band_side", "draw_level",
-           "group_pass_rates", "is_cliff", "mix_of", "mix_side"]
+__all__ = ["BACKOFF_CAP", "AdaptiveLevel", "LevelCurriculum", "band_side", "cliff_side",
+           "draw_level", "group_pass_rates", "mix_of", "mix_side"]

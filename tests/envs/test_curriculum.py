@@ -14,8 +14,8 @@ from verimath.envs.curriculum import SolvedFilter
 from verimath.envs.curriculum_level import (
     LevelCurriculum,
     band_side,
+    cliff_side,
     draw_level,
-    is_cliff,
     mix_of,
     mix_side,
 )
@@ -57,15 +57,23 @@ window_st = st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.25, 0.
 
 @PROPS
 @given(settings_=adaptive, window=window_st)
-def test_mix_side_needs_min_groups_and_steps_back_from_a_cliff(settings_, window):
+def test_mix_side_needs_min_groups_and_steps_away_from_a_cliff(settings_, window):
     side = mix_side(window, settings_)
     if len(window) < settings_.min_groups:
         assert side == 0
         return
+    base = [r for up, r in window if not up]
     upper = [r for up, r in window if up]
-    if len(upper) >= 2 and all(r < settings_.low for r in upper):
-        assert side == -1 and is_cliff(window, settings_)
+
+    def hopeless(part):
+        return len(part) >= 2 and all(r < settings_.low for r in part)
+
+    if hopeless(upper) and not hopeless(base):  # never further into a level none can solve
+        assert side == -1 and cliff_side(window, settings_) == -1
+    elif hopeless(base) and upper and not hopeless(upper):
+        assert side == 1 and cliff_side(window, settings_) == 1
     else:
+        assert cliff_side(window, settings_) == 0
         assert side == band_side([r for _, r in window], settings_)
 
 
@@ -169,6 +177,22 @@ def test_a_failed_probe_of_the_next_level_doubles_the_wait_and_a_reachable_one_e
         _observe_one(cur, 2, up=True)
         _observe_one(cur, 4, up=False)
     assert cur.step("F") == 10 and cur.failed["F"] == 0
+
+
+def test_a_level_below_that_the_policy_cannot_solve_is_a_cliff_too():
+    cur = LevelCurriculum(AdaptiveLevel(min_groups=4, substeps=4), start_level=2)
+    for _ in range(4):  # level 2 mostly too hard: a blind probe down
+        _observe_one(cur, 0, up=False)
+    assert cur.step("F") == 7  # level 1, three quarters; level 2, a quarter
+    while cur.step("F") == 7:  # level 1 all wrong, level 2 half right: back up
+        _observe_one(cur, 0, up=False)
+        _observe_one(cur, 2, up=True)
+    assert cur.step("F") == 8 and cur.failed["F"] == 1
+    for _ in range(7):  # the next probe down waits twice as long
+        _observe_one(cur, 0, up=False)
+    assert cur.step("F") == 8
+    _observe_one(cur, 0, up=False)
+    assert cur.step("F") == 7
 
 
 def test_at_a_cliff_the_mix_stays_informative_where_whole_levels_swing():
