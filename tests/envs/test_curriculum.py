@@ -154,26 +154,35 @@ def test_patience_holds_the_difficulty_through_a_short_excursion():
     assert cur.level("F") == 3 and cur.window["F"] == [] and cur.streak["F"] == 0
 
 
+def _until_moved(cur: LevelCurriculum, step: int, limit: int = 1000):
+    """Yields while the difficulty is at `step`; fails after `limit` rounds without a move."""
+    for _ in range(limit):
+        if cur.step("F") != step:
+            return
+        yield
+    pytest.fail(f"the difficulty stayed at step {step} for {limit} rounds")
+
+
 def test_a_failed_probe_of_the_next_level_doubles_the_wait_and_a_reachable_one_ends_it():
     cur = LevelCurriculum(AdaptiveLevel(min_groups=4, substeps=4), start_level=2)
     waits = []
     for _ in range(4):  # base level all right, the next level all wrong: a cliff
         groups = 0
-        while cur.step("F") == 8:
+        for _ in _until_moved(cur, 8):
             _observe_one(cur, 4, up=False)
             groups += 1
         waits.append(groups)
-        while cur.step("F") == 9:  # the probe: a quarter of the problems one level up
+        for _ in _until_moved(cur, 9):  # the probe: a quarter of the problems one level up
             _observe_one(cur, 0, up=True)
             _observe_one(cur, 4, up=False)
         assert cur.step("F") == 8
     assert waits == [4, 8, 16, 32] and cur.failed["F"] == 4
     groups = 0
-    while cur.step("F") == 8:
+    for _ in _until_moved(cur, 8):
         _observe_one(cur, 4, up=False)
         groups += 1
     assert groups == 4 * 2**4  # the wait after four failed probes in a row
-    while cur.step("F") == 9:  # now the next level is within reach: the wait ends
+    for _ in _until_moved(cur, 9):  # now the next level is within reach: the wait ends
         _observe_one(cur, 2, up=True)
         _observe_one(cur, 4, up=False)
     assert cur.step("F") == 10 and cur.failed["F"] == 0
@@ -184,7 +193,7 @@ def test_a_level_below_that_the_policy_cannot_solve_is_a_cliff_too():
     for _ in range(4):  # level 2 mostly too hard: a blind probe down
         _observe_one(cur, 0, up=False)
     assert cur.step("F") == 7  # level 1, three quarters; level 2, a quarter
-    while cur.step("F") == 7:  # level 1 all wrong, level 2 half right: back up
+    for _ in _until_moved(cur, 7):  # level 1 all wrong, level 2 half right: back up
         _observe_one(cur, 0, up=False)
         _observe_one(cur, 2, up=True)
     assert cur.step("F") == 8 and cur.failed["F"] == 1
