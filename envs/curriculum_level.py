@@ -10,8 +10,9 @@ every further group is a check (`mix_side`). A group's pass rate is too low belo
 (nearly all wrong) and too high above ``high`` (nearly all right): either way it teaches
 little. The check says
 
-* a cliff (`cliff_side`): the groups of one level of the mix (two at least) are all too
-  low while the other level's are not: step toward the other level;
+* a cliff (`cliff_side`): the groups one level up are all too low while the base level's are
+  not (step down), or the base level's pass less often than those one up (step up: the
+  lower level is no easier for this policy);
 * else too hard (-1) when the window holds more too-low groups than too-high ones, by more
   than ``margin``; too easy (+1) the other way round; otherwise balanced (0).
 
@@ -21,7 +22,7 @@ is judged (a cooldown). A step away from a cliff is a failed probe: the next ste
 unmixed level (a blind probe, one level in the window) waits for ``min_groups * 2**failed``
 groups (``failed`` capped at `BACKOFF_CAP`). So a neighbouring level the policy cannot solve
 (above it, or below it: a policy trained on one level may fail an easier one whose prompts
-look different) is re-probed ever more rarely but always again, instead of the difficulty
+or solutions look different) is re-probed ever more rarely but always again, instead of the difficulty
 swinging between a level that is settled and one that is hopeless, which both teach nothing.
 A step from a mix whose two levels were both within reach ends the backoff.
 """
@@ -116,10 +117,10 @@ def band_side(pass_rates: Sequence[float], settings: AdaptiveLevel) -> int:
 
 def cliff_side(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> int:
     """-1 when the window's groups posed one level up (two at least) are all too hard while
-    those at the base level are not: the next level is out of reach; +1 when the base level's
-    are all too hard while those one up are not: the lower level is the one out of reach (a
-    policy trained on one level may fail an easier one whose prompts look different); else
-    0."""
+    those at the base level are not: the next level is out of reach. +1 when the base level's
+    groups (two at least) pass less often on average than those one up (two at least): the
+    lower level is no easier for this policy (one trained on one level may fail an easier
+    level whose prompts or solutions look different). Else 0."""
     base = [r for up, r in window if not up]
     upper = [r for up, r in window if up]
 
@@ -128,7 +129,7 @@ def cliff_side(window: Sequence[tuple[int, float]], settings: AdaptiveLevel) -> 
 
     if hopeless(upper) and not hopeless(base):
         return -1
-    if hopeless(base) and upper and not hopeless(upper):
+    if len(base) >= 2 and len(upper) >= 2 and np.mean(base) < np.mean(upper):
         return 1
     return 0
 
