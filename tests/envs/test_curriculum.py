@@ -300,6 +300,8 @@ def _train_like(env, rounds: int, skill: float, seed: int = 0) -> list[str]:
 
 @pytest.mark.parametrize("kwargs", [
     {"env_id": "verimath/Chain-v0", "level": 1, "adapt_level": {"min_groups": 8}},
+    {"env_id": "verimath/Chain-v0", "level": 1,
+     "adapt_level": {"min_groups": 4, "substeps": 2, "patience": 2}},
     {"env_id": "verimath/Mixed-v0", "level": 2, "adapt_level": {"min_groups": 4}},
     {"env_id": "verimath/Dataset-v0", "skip_solved": True,
      "problems": [generate("Chain", 1, i, 1) for i in range(20)]},

@@ -127,8 +127,11 @@ def _resume_matches(make, rounds_before: int, rounds_after: int) -> None:
         assert _rounds(forgetful, rounds_after) != expected
 
 
-def test_adapt_level_resumes_exactly():
-    _resume_matches(lambda: _source(level=1, **ADAPT), 1, 3)
+@pytest.mark.parametrize("switches", [
+    ADAPT, DataConfig(adapt_level=True, adapt_min_groups=2, adapt_substeps=2,
+                      adapt_patience=2).curriculum()])
+def test_adapt_level_resumes_exactly(switches):
+    _resume_matches(lambda: _source(level=1, **switches), 1, 3)
 
 
 def test_skip_solved_skips_settled_prompts_rechecks_them_and_resumes_exactly(tmp_path):
