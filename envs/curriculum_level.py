@@ -171,7 +171,7 @@ class LevelCurriculum:
         self.streak: dict[str, int] = {}
         """Signed count of consecutive checks on one side of the band (+ above, - below)."""
         self.failed: dict[str, int] = {}
-        """Failed probes of the next level in a row (each doubles the wait before the next)."""
+        """Failed probes of a neighbouring level in a row (each doubles the wait for the next)."""
         self.moves: dict[str, int] = {}
 
     def step(self, family: str) -> int:
