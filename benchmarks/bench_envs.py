@@ -7,7 +7,8 @@ Measures:
       ``score_batch`` call), with a realistic mix of correct, wrong and answerless responses;
     * curriculum: the share of informative groups (neither all right nor all wrong) that a
       simulated, improving policy meets on the Chain family at a fixed level and with
-      ``adapt_level``, and on a 64-problem list with and without ``skip_solved``.
+      ``adapt_level`` (whole levels, and a mix of two levels in quarter steps), and on a
+      64-problem list with and without ``skip_solved``.
 
 Usage::
 
@@ -132,6 +133,8 @@ def bench_curriculum(rounds: int, num_problems: int = 32) -> dict[str, dict[str,
     variants = {
         "chain_fixed_level_3": ("verimath/Chain-v0", {"level": 3}),
         "chain_adapt_level": ("verimath/Chain-v0", {"level": 1, "adapt_level": True}),
+        "chain_adapt_mix": ("verimath/Chain-v0", {"level": 1,
+                                                  "adapt_level": {"substeps": 4}}),
         "list_all": ("verimath/Dataset-v0", {"problems": dataset}),
         "list_skip_solved": ("verimath/Dataset-v0", {"problems": dataset, "skip_solved": True}),
     }

@@ -26,6 +26,8 @@ evaluation time is excluded from the wall time. The table compares the trainers
 with mean +- sample standard deviation over seeds, and [min, max].
 
     python benchmarks/bench_vs_trl.py                   # 3 seeds + 2 variants (hours)
+    python benchmarks/bench_vs_trl.py --variants verimath trl verimath-curriculum
+                                                        # with data.adapt_level's mix
     python benchmarks/bench_vs_trl.py --quick           # smoke run: 4 steps, 1 seed
     python benchmarks/bench_vs_trl.py --output vs_trl.md   # also write the table (.md, or .json)
 
@@ -64,7 +66,12 @@ VARIANTS = {
     "verimath-paper-ds": Variant("verimath-paper-ds", "verimath",
                                  ("algo.max_staleness=0", "algo.adaptive_rounds=false")),
     "verimath-no-ds": Variant("verimath-no-ds", "verimath", ("algo.dynamic_sampling=false",)),
+    "verimath-curriculum": Variant("verimath-curriculum", "verimath",
+                                   ("data.adapt_level=true", "data.adapt_substeps=4",
+                                    "data.adapt_levels=[2,3]")),
 }
+OPTIONAL = ("verimath-curriculum",)
+"""Variants run only when ``--variants`` names them."""
 
 
 # ---------------------------------------------------------------------------- pure helpers
@@ -214,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100, help="RL steps (generation rounds)")
     parser.add_argument("--every", type=int, default=10, help="held-out checkpoint interval")
     parser.add_argument("--k", type=int, default=16, help="samples per held-out problem")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS),
+                        default=[v for v in VARIANTS if v not in OPTIONAL])
     parser.add_argument("--workdir", type=Path, default=Path("runs/bench_vs_trl"))
     parser.add_argument("--model", type=Path, help="a warm-started model directory to start from")
     parser.add_argument("--output", type=Path, help="write the table (.md) or everything (.json)")

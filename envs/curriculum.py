@@ -1,17 +1,20 @@
 """Difficulty that follows the policy: switches that read the scored groups an env already sees.
 
-Two switches of `MathEnv` (both off by default, both deterministic: they use no randomness, so
-a run is a function of its seed and of the policy's answers, and both live in the env's
-``state_dict`` so a resumed run continues exactly):
+Two switches of `MathEnv` (both off by default, both deterministic from the stream's seed and
+the policy's answers, and both in the env's ``state_dict`` so a resumed run continues
+exactly):
 
-``adapt_level`` (procedural envs): each family's level moves to keep its group pass rate
-    (fraction of a group's responses that are correct) inside an informative band. After at
-    least ``min_groups`` groups were scored at the family's current level, their mean pass
-    rate decides, by `next_level`: above ``high`` -> one level up, below ``low`` -> one level
-    down (within ``min_level..max_level``), otherwise stay; after a move the evidence starts
-    over. Groups of problems posed at another level (generated before the move) are not
-    evidence, nor are problems without ``meta["level"]`` (every family sets it; a custom
-    generator should too).
+``adapt_level`` (procedural envs, `verimath.envs.curriculum_level`): each family's difficulty
+    moves to keep its group pass rate (fraction of a group's responses that are correct)
+    inside an informative band. The difficulty is a mix of two neighbouring levels in
+    ``substeps`` steps per level (with 1, whole levels), each problem's level drawn from its
+    own seeded RNG; ``min_groups`` groups at the current difficulty, then ``patience`` checks
+    in a row on one side of the band, move it one step; a next level whose groups come back
+    all but unsolvable (a cliff) is re-probed after ever longer waits.
+
+    Why a mix: where level ``L + 1`` is a cliff (all wrong) and ``L`` is settled (all
+    right), whole levels swing between two regimes that both teach nothing; a mix steps
+    back from the next level as soon as its share comes back too hard, and stays at ``L``.
 
 ``skip_solved`` (dataset envs): a prompt that every sample solved on each of its last
     ``visits`` visits is settled and skipped when its turn comes; after ``recheck_after``
@@ -30,39 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-from verimath.envs.gen_common import LEVELS
+from verimath.envs.curriculum_level import AdaptiveLevel, LevelCurriculum, group_pass_rates
 from verimath.envs.problem import Problem
-
-
-@dataclass(frozen=True)
-class AdaptiveLevel:
-    """Settings of ``adapt_level``: the informative band of the mean group pass rate."""
-
-    low: float = 0.1
-    """Below this mean pass rate the family moves one level down."""
-    high: float = 0.9
-    """Above this mean pass rate the family moves one level up."""
-    min_groups: int = 16
-    """Groups scored at the current level before it may move (the evidence needed); the
-    decision reads the latest this many."""
-    min_level: int = 1
-    """Lowest level the family may reach."""
-    max_level: int = 5
-    """Highest level the family may reach."""
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.low < self.high <= 1.0:
-            raise ValueError(f"adapt_level: need 0 <= low < high <= 1, got low={self.low}, "
-                             f"high={self.high}")
-        if isinstance(self.min_groups, bool) or int(self.min_groups) != self.min_groups \
-                or self.min_groups < 1:
-            raise ValueError(f"adapt_level.min_groups must be an integer >= 1, got "
-                             f"{self.min_groups!r}")
-        if not (self.min_level in LEVELS and self.max_level in LEVELS
-                and self.min_level <= self.max_level):
-            raise ValueError(f"adapt_level: need 1 <= min_level <= max_level <= 5, got "
-                             f"min_level={self.min_level}, max_level={self.max_level}")
 
 
 @dataclass(frozen=True)
@@ -98,90 +70,6 @@ def make_settings(value: Any, kind: type, field: str):
                              ) from None
     raise TypeError(f"{field} must be a bool, a mapping of settings or a {kind.__name__}, got "
                     f"{type(value).__name__}")
-
-
-def next_level(level: int, pass_rates: Sequence[float], settings: AdaptiveLevel) -> int:
-    """The level after seeing `pass_rates` (one per group, all posed at `level`): one up when
-    their mean is above ``high``, one down when below ``low``, clamped to the bounds; unchanged
-    with fewer than ``min_groups`` groups."""
-    if len(pass_rates) < settings.min_groups:
-        return level
-    mean = float(np.mean(pass_rates))
-    if mean > settings.high:
-        level += 1
-    elif mean < settings.low:
-        level -= 1
-    return min(max(level, settings.min_level), settings.max_level)
-
-
-def group_pass_rates(correct: Any) -> np.ndarray:
-    """``(P,)`` fraction correct of each group from ``correct`` of shape ``(P, G)``."""
-    correct = np.asarray(correct, dtype=bool)
-    if correct.ndim != 2:
-        raise ValueError(f"correct must have shape (P, G), got {correct.shape}")
-    return correct.mean(axis=1)
-
-
-class LevelCurriculum:
-    """Per-family levels driven by group pass rates (see the module docstring)."""
-
-    def __init__(self, settings: AdaptiveLevel, start_level: int) -> None:
-        self.settings = settings
-        self.start_level = min(max(int(start_level), settings.min_level), settings.max_level)
-        self.levels: dict[str, int] = {}
-        self.window: dict[str, list[float]] = {}
-        self.moves: dict[str, int] = {}
-
-    def level(self, family: str) -> int:
-        """The current level of `family` (the start level until evidence moves it)."""
-        return self.levels.setdefault(family, self.start_level)
-
-    def observe(self, families: Sequence[str], levels: Sequence[int | None],
-                correct: Any) -> None:
-        """Record the pass rates of groups posed to `families` at `levels` (one each; a level
-        other than the family's current one, or None, is not evidence); a family moves once
-        it has enough evidence."""
-        rates = group_pass_rates(correct)
-        if not len(families) == len(levels) == len(rates):
-            raise ValueError(f"observe: {len(families)} families, {len(levels)} levels and "
-                             f"{len(rates)} groups; give one of each per group")
-        for family, level, rate in zip(families, levels, rates):
-            if level is None or level != self.level(family):
-                continue  # posed before the last move: not evidence for the current level
-            window = self.window.setdefault(family, [])
-            window.append(float(rate))
-            del window[:-self.settings.min_groups]  # the latest groups only
-            new = next_level(self.levels[family], window, self.settings)
-            if new != self.levels[family]:
-                self.levels[family], self.window[family] = new, []
-                self.moves[family] = self.moves.get(family, 0) + 1
-
-    def stats(self) -> dict[str, float]:
-        """Per family seen: ``curriculum/level/<family>``; ``curriculum/pass_rate/<family>`` and
-        ``curriculum/informative/<family>`` (mean pass rate, and share of groups neither all
-        right nor all wrong, of the latest ``curriculum/groups/<family>`` groups seen at the
-        current level); ``curriculum/moves/<family>`` (level changes so far)."""
-        out: dict[str, float] = {}
-        for family in sorted(self.levels):
-            window = self.window.get(family, [])
-            out[f"curriculum/level/{family}"] = float(self.levels[family])
-            if window:
-                rates = np.asarray(window)
-                out[f"curriculum/pass_rate/{family}"] = float(rates.mean())
-                out[f"curriculum/informative/{family}"] = float(np.mean((rates > 0) & (rates < 1)))
-            out[f"curriculum/groups/{family}"] = float(len(window))
-            out[f"curriculum/moves/{family}"] = float(self.moves.get(family, 0))
-        return out
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"settings": asdict(self.settings), "levels": dict(self.levels),
-                "window": {k: list(v) for k, v in self.window.items()},
-                "moves": dict(self.moves)}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.levels = {k: int(v) for k, v in state["levels"].items()}
-        self.window = {k: [float(x) for x in v] for k, v in state["window"].items()}
-        self.moves = {k: int(v) for k, v in state["moves"].items()}
 
 
 class SolvedFilter:
@@ -240,4 +128,4 @@ class SolvedFilter:
 
 
 __all__ = ["AdaptiveLevel", "LevelCurriculum", "SkipSolved", "SolvedFilter", "group_pass_rates",
-           "make_settings", "next_level"]
+           "make_settings"]

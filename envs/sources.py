@@ -13,7 +13,8 @@ List (Problems in memory, or a ``.jsonl`` / ``.parquet`` file read on first use)
     in order and a seeded reset restarts at the first problem.
 
 Both can follow the policy (`verimath.envs.curriculum`): a stream with a `LevelCurriculum`
-draws item ``k`` at its family's current level; a list with a `SolvedFilter` passes over
+draws item ``k`` from its family's current mix of levels (and notes the difficulty in
+``meta["difficulty"]``); a list with a `SolvedFilter` passes over
 settled problems on its walk. ``observe(problems, correct)`` feeds either one the scored groups.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,8 +41,8 @@ from verimath.envs.problem import Problem, read_problems
 class StreamSource:
     """Endless problems ``generate(generator, stream_seed, index, level)``, index 0, 1, ...
 
-    With a `LevelCurriculum`, ``level`` is the start level and item ``index`` is drawn at the
-    current level of its family: the source's name, or for a mixing generator (one with a
+    With a `LevelCurriculum`, ``level`` is the start level and item ``index`` is drawn from the
+    current mix of levels of its family: the source's name, or for a mixing generator (one with a
     ``family_of(rng)`` method, or wrapping one as ``.generator``) the family its item RNG picks.
     """
 
@@ -60,10 +62,14 @@ class StreamSource:
         self.stream_seed, self.index = int(seed), 0
 
     def item_level(self) -> int:
-        """The level of the next item."""
+        """The level of the next item: the fixed level, or one drawn from its family's mix of
+        levels with a uniform number from its own RNG (``SeedSequence([stream_seed, index,
+        1])``, apart from the generator's)."""
         if self.curriculum is None:
             return self.level
-        return self.curriculum.level(self.item_family())
+        u = np.random.default_rng(np.random.SeedSequence(
+            [self.stream_seed, self.index, 1])).random()
+        return self.curriculum.draw_level(self.item_family(), float(u))
 
     def item_family(self) -> str:
         if self.family_of is None:
@@ -75,6 +81,9 @@ class StreamSource:
             self.stream_seed = int(rng.integers(0, 2**63 - 1))
         problem = generate(self.generator, self.stream_seed, self.index, self.item_level(),
                            name=self.name)
+        if self.curriculum is not None:  # the difficulty it was posed at: evidence for that one
+            difficulty = self.curriculum.difficulty(self.item_family())
+            problem = replace(problem, meta={**problem.meta, "difficulty": difficulty})
         self.index += 1
         return problem
 
@@ -83,7 +92,8 @@ class StreamSource:
             return
         families = [p.meta.get("family", self.name) if self.family_of else self.name
                     for p in problems]
-        self.curriculum.observe(families, [p.meta.get("level") for p in problems], correct)
+        self.curriculum.observe(families, [p.meta.get("difficulty") for p in problems],
+                                [p.meta.get("level") for p in problems], correct)
 
     def stats(self) -> dict[str, float]:
         return {} if self.curriculum is None else self.curriculum.stats()

@@ -110,15 +110,28 @@ class DataConfig:
     seed: int = 0
     """Seed of the training problem stream."""
     adapt_level: bool = False
-    """Difficulty that follows the policy, for the procedural family: each family's level
-    (starting at ``level``) moves one up when its mean group pass rate is above
-    ``adapt_band[1]``, one down below ``adapt_band[0]`` (``curriculum/level/<family>`` and
-    its pass rate in the metrics). Held-out problems stay at ``level``."""
+    """Difficulty that follows the policy, for the procedural family: each family's
+    difficulty (starting at ``level``) moves up while its groups are mostly solved by every
+    sample and down while mostly by none (``verimath.envs.curriculum_level``;
+    ``curriculum/difficulty/<family>`` and its pass rate in the metrics). Held-out problems
+    stay at ``level``."""
     adapt_band: tuple[float, float] = (0.1, 0.9)
-    """``(low, high)``: the band of mean group pass rates that ``adapt_level`` keeps."""
+    """``(low, high)``: ``adapt_level`` counts a group below ``low`` (pass rate) as too hard
+    and above ``high`` as too easy, and moves the difficulty toward the band."""
+    adapt_margin: float = 0.1
+    """``adapt_level`` moves when the share of too-hard groups exceeds that of too-easy ones
+    (or the other way round) by more than this."""
     adapt_min_groups: int = 16
     """Groups scored at a family's current level before ``adapt_level`` may move it (their
     mean pass rate decides)."""
+    adapt_substeps: int = 1
+    """Difficulty steps per level for ``adapt_level``: 1 moves whole levels; ``k`` poses a
+    share ``j / k`` of the problems one level up and moves it ``1 / k`` at a time
+    (``curriculum/difficulty/<family>``), so a level the policy cannot solve yet is mixed in
+    and backed off from rather than switched to."""
+    adapt_patience: int = 1
+    """Checks in a row (one per group once ``adapt_min_groups`` are in) on the same side of
+    ``adapt_band`` before ``adapt_level`` moves (hysteresis)."""
     adapt_levels: tuple[int, int] = (1, 5)
     """``(lowest, highest)`` level ``adapt_level`` may reach (with ``skip_containing``, keep
     it below a level whose prompts all contain a skipped text)."""
@@ -152,9 +165,12 @@ class DataConfig:
         try:
             adapt = AdaptiveLevel(low=self.adapt_band[0], high=self.adapt_band[1],
                                   min_groups=self.adapt_min_groups,
-                                  min_level=self.adapt_levels[0], max_level=self.adapt_levels[1])
+                                  min_level=self.adapt_levels[0], max_level=self.adapt_levels[1],
+                                  substeps=self.adapt_substeps, patience=self.adapt_patience,
+                                  margin=self.adapt_margin)
         except ValueError as exc:
-            raise ValueError(f"data.adapt_band / data.adapt_min_groups / data.adapt_levels: "
+            raise ValueError(f"data.adapt_band / data.adapt_margin / data.adapt_min_groups / "
+                             f"data.adapt_levels / data.adapt_substeps / data.adapt_patience: "
                              f"{exc}") from None
         try:
             skip = SkipSolved(visits=self.skip_solved_visits,

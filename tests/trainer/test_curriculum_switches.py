@@ -63,9 +63,10 @@ def _rounds(source, count):
 def test_config_keys_are_off_by_default_and_build_the_env_settings():
     assert DataConfig().curriculum() == {"adapt_level": None, "skip_solved": None}
     on = DataConfig(adapt_level=True, adapt_band=(0.2, 0.8), adapt_min_groups=4,
-                    adapt_levels=(2, 3)).curriculum()
+                    adapt_levels=(2, 3), adapt_substeps=4, adapt_patience=2).curriculum()
     assert on["adapt_level"] == {"low": 0.2, "high": 0.8, "min_groups": 4, "min_level": 2,
-                                 "max_level": 3}
+                                 "max_level": 3, "substeps": 4, "margin": 0.1,
+                                 "patience": 2}
     skip = DataConfig(train_file="t.jsonl", skip_solved=True, skip_solved_visits=3,
                       skip_solved_recheck=5).curriculum()
     assert skip == {"adapt_level": None, "skip_solved": {"visits": 3, "recheck_after": 5}}
@@ -77,6 +78,9 @@ def test_config_keys_are_off_by_default_and_build_the_env_settings():
     ({"adapt_band": (0.9, 0.1)}, "data.adapt_band"),
     ({"adapt_min_groups": 0}, "data.adapt_min_groups"),
     ({"adapt_levels": (4, 6)}, "data.adapt_levels"),
+    ({"adapt_substeps": 0}, "data.adapt_substeps"),
+    ({"adapt_patience": 0}, "data.adapt_patience"),
+    ({"adapt_margin": 1.0}, "data.adapt_margin"),
     ({"skip_solved_recheck": 0}, "data.skip_solved_recheck"),
 ])
 def test_bad_settings_name_the_key(kwargs, key):
@@ -123,8 +127,11 @@ def _resume_matches(make, rounds_before: int, rounds_after: int) -> None:
         assert _rounds(forgetful, rounds_after) != expected
 
 
-def test_adapt_level_resumes_exactly():
-    _resume_matches(lambda: _source(level=1, **ADAPT), 1, 3)
+@pytest.mark.parametrize("switches", [
+    ADAPT, DataConfig(adapt_level=True, adapt_min_groups=2, adapt_substeps=2,
+                      adapt_patience=2).curriculum()])
+def test_adapt_level_resumes_exactly(switches):
+    _resume_matches(lambda: _source(level=1, **switches), 1, 3)
 
 
 def test_skip_solved_skips_settled_prompts_rechecks_them_and_resumes_exactly(tmp_path):
