@@ -213,3 +213,37 @@ def test_the_probe_is_the_sampled_half_of_the_evaluation():
     model.eval()
     full = evaluate(HFRolloutEngine(model, TOKENIZER), TOKENIZER, problems, **settings)
     assert probe == full["eval/avg@4"] and 0 < probe < 1
+
+
+def test_the_run_gives_the_fine_probe_its_larger_set_and_trains_on_neither(monkeypatch):
+    from verimath.trainer.config_io import load_config
+    from verimath.trainer.rollout.episodes import heldout_problems
+    from verimath.trainer.run import setup
+    from verimath.trainer.run.distributed import Comm
+
+    cfg = load_config("chain", ["warmstart.steps=4", "warmstart.batch_size=2",
+                                "warmstart.eval_every=2", "warmstart.near_every=0",
+                                "warmstart.probe_problems=3", "warmstart.fine_probe_problems=7",
+                                "model.tiny_hidden_size=32", "model.tiny_layers=1",
+                                "model.tiny_heads=2", "logging.progress=false"])
+    sets, trained = [], []
+    monkeypatch.setattr(setup, "probe_evaluator",
+                        lambda model, tokenizer, problems, **_: sets.append(problems) or
+                        (lambda: 1.0))
+    real = setup.warmstart
+
+    def spy(*args, excluded, **kwargs):
+        trained.append(set(excluded))
+        return real(*args, excluded=excluded, **kwargs)
+
+    monkeypatch.setattr(setup, "warmstart", spy)
+    model = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=1, num_heads=2, seed=0)
+    heldout = heldout_problems(family="Chain", level=3, seed=cfg.eval.seed, count=5)
+    said = []
+    out = setup._warm_start(model, TOKENIZER, cfg, heldout, said.append, Comm())
+    cheap, fine = sets
+    assert len(cheap) == 3 and len(fine) == 7 and cheap == fine[:3]
+    assert {p.prompt for p in fine + heldout} == trained[0]
+    # the cheap check at step 2 crosses; the fine probe already reads 1.0 at step 0
+    assert out["warmstart/steps"] == 0.0 and out["warmstart/trained_steps"] == 2.0
+    assert "kept the weights of step 0" in said[-1]
