@@ -115,6 +115,9 @@ def test_a_cap_below_the_target_says_so():
     result, fake = _run(lambda s: 0.1, steps=95, target=0.5)
     assert not result["reached"] and fake.position == fake.trained == 95
     assert "CAP REACHED" in describe_stop(result, StopRule(0.5, 50, 1, 10, 2), 95)
+    fake = FakeTrainer()
+    plain = train_until(fake.step, None, steps=7, rule=StopRule(None, 50, 1, 10, 2))
+    assert plain == {"steps": 7, "reached": False, "history": [], "trained": 7}
 
 
 def test_a_bracketed_rule_needs_its_pieces_and_one_check():

@@ -67,7 +67,7 @@ def train_until(train_step: Callable[[], Any] | Trainer,
     between two fine checks, ``bracket`` (``(step, accuracy)`` of the one below the target
     and of the one at or above it)."""
     trainer = train_step if isinstance(train_step, Trainer) else Trainer(train_step)
-    if rule.fine_every:
+    if rule.fine_every and rule.target is not None:
         if trainer.snapshot is None or trainer.restore is None or evaluate_fine is None:
             raise ValueError("a bracketed stop (fine_every > 0) needs snapshot, restore and "
                              "evaluate_fine")
