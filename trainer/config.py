@@ -481,6 +481,9 @@ class WarmstartConfig:
     fine_probe_problems: int = 400
     """Problems of the fine probe set (with ``fine_every``): the probe set's problems first,
     then more of its stream."""
+    fine_tolerance: float = 0.01
+    """With ``fine_every``: when the closer of the two fine checks around the crossing misses
+    the target by more than this, their gap is trained again with a fine check every step."""
     probe_seed: int = 24680
     """Seed of the probe set's problem stream and of its sampling."""
 
@@ -506,6 +509,8 @@ class WarmstartConfig:
         _require(not self.fine_every or self.target_checks == 1,
                  "warmstart.fine_every keeps the check closest to the target: set "
                  f"warmstart.target_checks to 1, got {self.target_checks}")
+        _require(0 <= self.fine_tolerance <= 1,
+                 f"warmstart.fine_tolerance must be in [0, 1], got {self.fine_tolerance}")
         _require(self.fine_probe_problems >= self.probe_problems,
                  f"warmstart.fine_probe_problems ({self.fine_probe_problems}) must be >= "
                  f"warmstart.probe_problems ({self.probe_problems})")

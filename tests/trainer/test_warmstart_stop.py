@@ -40,13 +40,13 @@ class FakeTrainer:
         return Trainer(self.step, lambda: self.position, self.restore)
 
 
-def _run(curve, *, steps, target, every=50, near=10, fine=2, noise=None):
+def _run(curve, *, steps, target, every=50, near=10, fine=2, noise=None, tolerance=0.01):
     """train_until on ``curve`` (accuracy by step) with a fine probe reading the curve and a
     cheap one reading ``noise`` (accuracy by step; default: the curve)."""
     fake = FakeTrainer()
     cheap = noise or curve
     result = train_until(fake.trainer(), lambda: cheap(fake.position), steps=steps,
-                         rule=StopRule(target, every, 1, near, fine),
+                         rule=StopRule(target, every, 1, near, fine, tolerance),
                          evaluate_fine=lambda: curve(fake.position))
     return result, fake
 
@@ -77,6 +77,7 @@ def test_a_rising_curve_stops_at_the_fine_check_closest_to_the_target(
     (low_step, low), (high_step, high) = result["bracket"]
     assert low < target <= high and 0 < high_step - low_step <= fine
     assert low_step < first <= high_step  # the fine bracket holds the first crossing
+    assert high_step - low_step == 1 or min(target - low, high - target) <= 0.01
     assert kept == (low_step if target - low < high - target else high_step)
 
 
@@ -98,17 +99,28 @@ def test_a_noisy_cheap_probe_never_passes_the_cap_and_is_deterministic(
 
 
 def test_a_hand_worked_bracket():
-    # cheap probe 5 points high; the fine curve crosses 0.34 between steps 116 and 118
+    # cheap probe 5 points high; the fine curve crosses 0.34 at step 117
     result, fake = _run(_ramp(100, 0.02), steps=1000, target=0.34,
                         noise=lambda s: _ramp(100, 0.02)(s) + 0.05)
     assert [s for s, _ in result["history"]] == [50, 100, 150, 100, 110, 120, 112, 114, 116,
-                                                  118]
-    assert result["steps"] == 118 == fake.position and result["trained"] == 178
-    assert result["accuracy"] == pytest.approx(0.36)  # 0.36 - 0.34 = 0.34 - 0.32: a tie keeps above
-    closer, _ = _run(_ramp(100, 0.02), steps=1000, target=0.33)
+                                                  118, 117]
+    assert result["steps"] == 117 == fake.position and result["trained"] == 179
+    assert result["accuracy"] == pytest.approx(0.34)
+    closer, _ = _run(_ramp(100, 0.02), steps=1000, target=0.325)  # 116 misses by 0.005
     assert closer["steps"] == 116 and closer["accuracy"] == pytest.approx(0.32)
-    line = describe_stop(closer, StopRule(0.33, 50, 1, 10, 2), 1000)
+    line = describe_stop(closer, StopRule(0.325, 50, 1, 10, 2), 1000)
     assert "kept the weights of step 116" in line and "fine probe accuracy 0.320" in line
+
+
+def test_a_jump_across_the_fine_gap_is_checked_step_by_step():
+    jump = {100: 0.30, 101: 0.35, 102: 0.40}  # 0.30 -> 0.40 in two steps: both miss by 0.04
+    curve = lambda s: jump.get(s, 0.0 if s < 100 else 0.5)  # noqa: E731
+    result, fake = _run(curve, steps=300, target=0.34, every=10, near=0, fine=2)
+    assert [s for s, _ in result["history"]][-4:] == [110, 100, 102, 101]
+    assert result["bracket"] == ((100, 0.30), (101, 0.35))
+    assert result["steps"] == 101 == fake.position and result["accuracy"] == 0.35
+    loose, _ = _run(curve, steps=300, target=0.34, every=10, near=0, fine=2, tolerance=0.05)
+    assert loose["steps"] == 100 and loose["bracket"] == ((100, 0.30), (102, 0.40))
 
 
 def test_a_cap_below_the_target_says_so():
@@ -127,7 +139,8 @@ def test_a_bracketed_rule_needs_its_pieces_and_one_check():
         train_until(lambda: None, lambda: 0.0, steps=5, rule=StopRule(0.3, 1, 1, 0, 1))
     for bad, field in [({"fine_every": -1}, "warmstart.fine_every"),
                        ({"fine_every": 2, "target_checks": 2}, "warmstart.target_checks"),
-                       ({"fine_probe_problems": 50}, "warmstart.fine_probe_problems")]:
+                       ({"fine_probe_problems": 50}, "warmstart.fine_probe_problems"),
+                       ({"fine_tolerance": -0.1}, "warmstart.fine_tolerance")]:
         with pytest.raises(ValueError, match=field):
             WarmstartConfig(**bad)
 
@@ -185,7 +198,7 @@ def test_warm_start_keeps_the_weights_of_the_closest_fine_check():
     out = warmstart(model, TOKENIZER, family="Chain", level=1, seed=3, excluded=set(),
                     steps=20, batch_size=4, lr=1e-2, template="{prompt}\n",
                     use_chat_template=False, answer_prefix="", targets="solution",
-                    stop=StopRule(0.5, 6, 1, 0, 2), evaluate=lambda: 0.7, evaluate_fine=fine,
+                    stop=StopRule(0.5, 6, 1, 0, 2, 0.1), evaluate=lambda: 0.7, evaluate_fine=fine,
                     echo=said.append, progress=bar)
     assert sorted(seen) == [0, 2, 4, 6] and bar.n == 4
     assert out["warmstart/steps"] == 4.0 and out["warmstart/probe_accuracy"] == 0.45

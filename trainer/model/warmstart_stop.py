@@ -13,8 +13,10 @@ above the target. With ``fine_every`` the stop is bracketed and the weights chos
    snapshot, so the replay retraces the same path);
 3. the first fine check at or above the target stops, keeping whichever weights of it and
    the check before it (fine-scored) are closer to the target, so a steep rise does not
-   carry the model past the target by a whole gap. A replayed gap that stays below the
-   target (the cheap probe's noise) goes on at ``near_every`` with the fine evaluator.
+   carry the model past the target by a whole gap; if even the closer one misses the target
+   by more than ``tolerance``, that last gap is trained again with a fine check every step
+   first. A replayed gap that stays below the target (the cheap probe's noise) goes on at
+   ``near_every`` with the fine evaluator.
 
 The model's step never exceeds ``steps``; a replay trains its gap again (counted in
 ``trained``).
@@ -32,13 +34,15 @@ class StopRule:
     """Stop once the probe accuracy is ``>= target`` on ``checks`` consecutive evaluations,
     one every ``every`` steps, or every ``near_every`` steps once a check has reached half
     the target (0: always ``every``); ``target=None``: run every step. ``fine_every > 0``
-    brackets the crossing instead (module docstring; ``checks`` is then 1)."""
+    brackets the crossing instead (module docstring; ``checks`` is then 1), down to single
+    steps while the closer fine check misses the target by more than ``tolerance``."""
 
     target: float | None = None
     every: int = 50
     checks: int = 2
     near_every: int = 0
     fine_every: int = 0
+    tolerance: float = 0.01
 
     def __post_init__(self) -> None:
         if self.fine_every and self.checks != 1:
@@ -105,10 +109,13 @@ def _bracketed(trainer: Trainer, evaluate, evaluate_fine, *, steps: int, rule: S
             below = (step, accuracy if fine else None, trainer.snapshot())
             continue
         if gap <= rule.fine_every and below[1] is not None:
-            return _closest(trainer, rule.target, below, (step, accuracy), history, trained)
+            miss = min(rule.target - below[1], accuracy - rule.target)
+            if gap == 1 or miss <= rule.tolerance:
+                return _closest(trainer, rule.target, below, (step, accuracy), history, trained)
         # a crossing after a longer gap: train that gap again, checking more often
         bracket_end, fine = step, True
-        inner = rule.near_every if rule.fine_every < rule.near_every < gap else rule.fine_every
+        inner = rule.near_every if rule.fine_every < rule.near_every < gap else \
+            rule.fine_every if rule.fine_every < gap else 1
         step, accuracy, snap = below
         trainer.restore(snap)
         if accuracy is None:  # scored by the cheap probe only

@@ -223,7 +223,7 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
         use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
         noise=ws.noise, targets=ws.targets,
         stop=StopRule(ws.target_accuracy, ws.eval_every, ws.target_checks, ws.near_every,
-                      ws.fine_every),
+                      ws.fine_every, ws.fine_tolerance),
         evaluate=evaluate, evaluate_fine=evaluate_fine, echo=echo, progress=bar)
     bar.close()
     broadcast_parameters(model, comm)
