@@ -510,6 +510,18 @@ class WarmstartConfig:
     ``eval_every``): a steep rise is then caught close to the target."""
     probe_problems: int = 100
     """Problems of the probe set (seed ``probe_seed``, apart from held-out and training)."""
+    fine_every: int = 0
+    """Bracket the stop (0: off): the first probe check at or above ``target_accuracy`` rolls
+    the warm start back to the check before it and trains that gap again with a check on
+    the fine probe set every ``fine_every`` steps; the first fine check at or above the
+    target stops, keeping whichever weights of it and the check before it are closer to the
+    target (``target_checks`` must be 1)."""
+    fine_probe_problems: int = 400
+    """Problems of the fine probe set (with ``fine_every``): the probe set's problems first,
+    then more of its stream."""
+    fine_tolerance: float = 0.01
+    """With ``fine_every``: when the closer of the two fine checks around the crossing misses
+    the target by more than this, their gap is trained again with a fine check every step."""
     probe_seed: int = 24680
     """Seed of the probe set's problem stream and of its sampling."""
 
@@ -531,6 +543,15 @@ class WarmstartConfig:
                  f"warmstart.target_checks must be >= 1, got {self.target_checks}")
         _require(self.probe_problems >= 1,
                  f"warmstart.probe_problems must be >= 1, got {self.probe_problems}")
+        _require(self.fine_every >= 0, f"warmstart.fine_every must be >= 0, got {self.fine_every}")
+        _require(not self.fine_every or self.target_checks == 1,
+                 "warmstart.fine_every keeps the check closest to the target: set "
+                 f"warmstart.target_checks to 1, got {self.target_checks}")
+        _require(0 <= self.fine_tolerance <= 1,
+                 f"warmstart.fine_tolerance must be in [0, 1], got {self.fine_tolerance}")
+        _require(self.fine_probe_problems >= self.probe_problems,
+                 f"warmstart.fine_probe_problems ({self.fine_probe_problems}) must be >= "
+                 f"warmstart.probe_problems ({self.probe_problems})")
 
 
 @dataclass(frozen=True)

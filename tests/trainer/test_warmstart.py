@@ -156,14 +156,14 @@ def test_checks_come_closer_once_half_the_target_is_reached():
 def test_stop_rule_needs_consecutive_hits_not_a_single_noisy_one():
     noisy = [0.1, 0.4, 0.2, 0.4, 0.41, 0.9]
     result, _ = _run_rule(noisy, steps=100, every=10, target=0.35, checks=2)
-    assert result == {"steps": 50, "reached": True,
+    assert result == {"steps": 50, "reached": True, "trained": 50,
                       "history": [(10, 0.1), (20, 0.4), (30, 0.2), (40, 0.4), (50, 0.41)]}
     assert "stopped at step 50 of at most 100" in describe_stop(result, StopRule(0.35, 10, 2), 100)
     capped, trained = _run_rule([0.4, 0.1] * 10, steps=95, every=10, target=0.35, checks=2)
     assert trained == 95 and not capped["reached"] and len(capped["history"]) == 9
     assert "CAP REACHED" in describe_stop(capped, StopRule(0.35, 10, 2), 95)
     none, trained = _run_rule([], steps=7, every=1, target=None, checks=2)
-    assert trained == 7 and none == {"steps": 7, "reached": False, "history": []}
+    assert trained == 7 and none == {"steps": 7, "reached": False, "history": [], "trained": 7}
 
 
 def test_probe_set_avoids_the_excluded_prompts_and_is_fixed():

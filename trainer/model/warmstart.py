@@ -23,14 +23,15 @@ RL (rewarded on correctness) then fixes.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from verimath.envs import FLAWS, Problem, flawed_solution, generate, worked_solution
 from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.model.warmstart_stop import StopRule, Trainer, describe_stop, train_until
 from verimath.trainer.rollout.episodes import (
     ExcludingGenerator,
     build_prompt_ids,
@@ -38,7 +39,11 @@ from verimath.trainer.rollout.episodes import (
     format_prompts,
 )
 
+__all__ = ["NOISE_OFFSETS", "TARGETS", "StopRule", "describe_stop", "noisy_answers",
+           "probe_evaluator", "probe_problems", "supervised_pairs", "train_until", "warmstart"]
+
 NOISE_OFFSETS = (-10, -1, 1, 10)
+NO_TARGET = StopRule()  # run every step
 TARGETS = ("answer", "solution")
 
 
@@ -96,40 +101,6 @@ def supervised_pairs(problems, tokenizer, *, template: str, use_chat_template: b
     return prompts, ids
 
 
-@dataclass(frozen=True)
-class StopRule:
-    """Stop once the probe accuracy is ``>= target`` on ``checks`` consecutive evaluations,
-    one every ``every`` steps, or every ``near_every`` steps once a check has reached half
-    the target (0: always ``every``); ``target=None``: run every step."""
-
-    target: float | None = None
-    every: int = 50
-    checks: int = 2
-    near_every: int = 0
-
-
-def train_until(train_step: Callable[[], float], evaluate: Callable[[], float] | None, *,
-                steps: int, rule: StopRule) -> dict:
-    """Call ``train_step`` up to ``steps`` times, with a target checking ``evaluate()`` as
-    :class:`StopRule` says; stop after the first ``rule.checks`` consecutive checks at or
-    above the target. Returns ``steps`` (run), ``reached`` and ``history``
-    (``(step, accuracy)`` of every check)."""
-    history: list[tuple[int, float]] = []
-    hits, next_check = 0, rule.every
-    for step in range(1, steps + 1):
-        train_step()
-        if rule.target is None or step < next_check:
-            continue
-        accuracy = float(evaluate())
-        history.append((step, accuracy))
-        hits = hits + 1 if accuracy >= rule.target else 0
-        if hits >= rule.checks:
-            return {"steps": step, "reached": True, "history": history}
-        near = rule.near_every and max(a for _, a in history) >= rule.target / 2
-        next_check = step + (rule.near_every if near else rule.every)
-    return {"steps": steps, "reached": False, "history": history}
-
-
 def probe_problems(family: str, level: int, *, seed: int, count: int, excluded: set[str],
                    skip_containing: tuple[str, ...] = ()) -> list[Problem]:
     """``count`` distinct problems of stream ``seed`` with no prompt in ``excluded``: the
@@ -138,102 +109,155 @@ def probe_problems(family: str, level: int, *, seed: int, count: int, excluded: 
                              level=level, seed=seed, count=count)
 
 
-def probe_evaluator(model, tokenizer, problems: list[Problem], **settings) -> Callable[[], float]:
-    """A function returning the sampled accuracy (avg@k) of ``model`` on ``problems`` with
-    :func:`verimath.trainer.evaluation.evaluate.evaluate`'s ``settings`` (the same seed at
-    every call, leaving torch's RNG as it was); the model is back in train mode after."""
-    from verimath.trainer.evaluation.evaluate import evaluate
-    from verimath.trainer.rollout.engine import HFRolloutEngine
+def probe_evaluator(model, tokenizer, problems: list[Problem], *, k: int, temperature: float,
+                    top_p: float, max_new_tokens: int, template: str, use_chat_template: bool,
+                    answer_style: str = "auto", mode: str = "symbolic", timeout: float = 5.0,
+                    batch_size: int = 256, seed: int = 0) -> Callable[[], float]:
+    """A function returning the sampled accuracy (avg@k) of ``model`` on ``problems``: the
+    ``eval/avg@k`` of :func:`verimath.trainer.evaluation.evaluate.evaluate` with these
+    settings (the same samples, without its greedy pass), with the same seed at every call,
+    leaving torch's RNG as it was; the model is back in train mode after."""
+    from verimath.rewards import score_batch
+    from verimath.trainer.evaluation.evaluate import generate_seeded, problem_seed
+    from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
 
     engine = HFRolloutEngine(model, tokenizer)
-    key = f"eval/avg@{settings['k']}"
+    prompt_ids = build_prompt_ids(tokenizer, format_prompts(problems, template),
+                                  use_chat_template=use_chat_template)
+    golds = [p.answer for p in problems]
+    params = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
+    per_batch = max(1, batch_size // k)
 
     def accuracy() -> float:
         model.eval()
+        correct = []
         try:
-            return evaluate(engine, tokenizer, problems, **settings)[key]
+            for start in range(0, len(problems), per_batch):
+                ids = prompt_ids[start:start + per_batch]
+                seeds = [problem_seed(seed, start + i) for i in range(len(ids))]
+                out = generate_seeded(engine, ids, params, n=k, seeds=seeds)
+                gold = [g for g in golds[start:start + per_batch] for _ in range(k)]
+                correct.append(score_batch(out.texts, gold, style=answer_style, mode=mode,
+                                           timeout=timeout).correct)
         finally:
             model.train()
+        return float(np.concatenate(correct).mean())
 
     return accuracy
 
 
-def describe_stop(result: dict, rule: StopRule, cap: int) -> str:
-    """One line on where the warm start stopped and why."""
-    checks = ", ".join(f"{s}: {a:.3f}" for s, a in result["history"][-4:])
-    if result["reached"]:
-        return (f"warm start: probe accuracy >= {rule.target:g} on {rule.checks} consecutive "
-                f"checks, stopped at step {result['steps']} of at most {cap} ({checks})")
-    return (f"warm start: CAP REACHED: warmstart.steps={cap} ran out before the probe accuracy "
-            f"reached {rule.target:g} on {rule.checks} consecutive checks ({checks}); RL starts "
-            "below the target: raise warmstart.steps or lower warmstart.target_accuracy")
+class SupervisedTrainer:
+    """One AdamW step of next-token cross-entropy on the target tokens per :meth:`step`,
+    problem ``k`` being item ``k`` of the excluding stream ``seed`` (``noise`` as in
+    :func:`noisy_answers`, or :func:`noisy_solutions` with ``flaws`` for solution targets;
+    ``targets`` as in :func:`supervised_pairs`); :meth:`snapshot`
+    and :meth:`restore` copy and put back everything the next steps depend on."""
+
+    def __init__(self, model, tokenizer, *, generator, seed: int, level: int, batch_size: int,
+                 lr: float, template: str, use_chat_template: bool, answer_prefix: str,
+                 noise: float, targets: str, flaws: tuple[str, ...] = ("slip",),
+                 progress=None) -> None:
+        self.model, self.tokenizer, self.generator = model, tokenizer, generator
+        self.flaws = tuple(flaws)
+        self.seed, self.level, self.batch_size, self.noise = seed, level, batch_size, noise
+        self.pairs = {"template": template, "use_chat_template": use_chat_template,
+                      "answer_prefix": answer_prefix, "targets": targets}
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None \
+            else tokenizer.eos_token_id
+        self.device = next(model.parameters()).device
+        self.rng = np.random.default_rng([seed, 7919])
+        self.index, self.position, self.loss, self.progress = 0, 0, float("nan"), progress
+
+    def step(self) -> None:
+        problems = [generate(self.generator, self.seed, self.index + i, self.level)
+                    for i in range(self.batch_size)]
+        self.index += self.batch_size
+        self.position += 1
+        answers = solutions = None
+        if self.pairs["targets"] == "solution":
+            solutions = noisy_solutions(problems, noise=self.noise, flaws=self.flaws,
+                                        rng=self.rng)
+        else:
+            answers = noisy_answers([p.answer for p in problems], noise=self.noise, rng=self.rng)
+        prompts, target_ids = supervised_pairs(problems, self.tokenizer, answers=answers,
+                                               solutions=solutions, **self.pairs)
+        ids, attention, mask = pack_sequences(prompts, target_ids, pad_id=self.pad_id)
+        ids, attention, mask = ids.to(self.device), attention.to(self.device), mask.to(self.device)
+        logp = token_logprobs(self.model, ids, attention)  # (B, S-1)
+        loss = -(logp * mask).sum() / mask.sum()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.loss = float(loss.detach())
+        if self.progress is not None:
+            self.progress.update(1)
+            self.progress.set_postfix(loss=f"{self.loss:.3f}")
+
+    def snapshot(self) -> dict:
+        return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                "rng": copy.deepcopy(self.rng.bit_generator.state), "index": self.index,
+                "position": self.position, "loss": self.loss}
+
+    def restore(self, snap: dict) -> None:
+        self.model.load_state_dict(snap["model"])
+        self.optimizer.load_state_dict(copy.deepcopy(snap["optimizer"]))
+        self.rng.bit_generator.state = copy.deepcopy(snap["rng"])
+        self.index, self.position, self.loss = snap["index"], snap["position"], snap["loss"]
+        if self.progress is not None:
+            self.progress.n = self.position
+            self.progress.refresh()
 
 
 def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded: set[str],
               skip_containing: tuple[str, ...] = (), steps: int, batch_size: int, lr: float,
               template: str, use_chat_template: bool, answer_prefix: str, noise: float = 0.0,
-              targets: str = "answer", flaws: tuple[str, ...] = ("slip",), stop: StopRule = StopRule(),
-              evaluate: Callable[[], float] | None = None, echo: Callable[[str], None] = print,
-              progress=None) -> dict[str, float]:
-    """Run up to ``steps`` AdamW steps of supervised training; returns the steps run, final
-    loss and time (with a ``stop`` target also whether it was reached and the last probe
-    accuracy, which ``evaluate`` returns).
-
-    Problem ``k`` of the phase is item ``k`` of the procedural stream ``seed`` (a stream of
-    its own, never the RL stream), with held-out prompts redrawn; ``noise`` as in
-    :func:`noisy_answers` (answer targets) or :func:`noisy_solutions` (solution targets, with
-    ``flaws``), ``targets`` as in :func:`supervised_pairs`.
-    """
+              targets: str = "answer", flaws: tuple[str, ...] = ("slip",),
+              stop: StopRule = NO_TARGET,
+              evaluate: Callable[[], float] | None = None,
+              evaluate_fine: Callable[[], float] | None = None,
+              echo: Callable[[str], None] = print, progress=None) -> dict[str, float]:
+    """Run up to ``steps`` AdamW steps of supervised training (:class:`SupervisedTrainer`)
+    with ``stop`` as :func:`train_until` says (``evaluate`` the probe, ``evaluate_fine`` the
+    larger probe of a bracketed stop); returns the steps run, final loss and time (with a
+    ``stop`` target also whether it was reached and the kept weights' probe accuracy).
+    ``noise`` as in :func:`noisy_answers` (answer targets) or :func:`noisy_solutions`
+    (solution targets, with ``flaws``)."""
     if steps <= 0:
         return {"warmstart/steps": 0.0}
     if stop.target is not None and evaluate is None:
         raise ValueError("a warm-start target accuracy needs an evaluate function")
-    device = next(model.parameters()).device
-    generator = ExcludingGenerator(family, excluded, skip_containing=skip_containing)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    start = time.perf_counter()
+    trainer = SupervisedTrainer(
+        model, tokenizer, generator=ExcludingGenerator(family, excluded,
+                                                       skip_containing=skip_containing),
+        seed=seed, level=level, batch_size=batch_size, lr=lr, template=template,
+        use_chat_template=use_chat_template, answer_prefix=answer_prefix, noise=noise,
+        targets=targets, flaws=flaws, progress=progress)
     model.train()
-    start, index, done, loss_value = time.perf_counter(), 0, 0, float("nan")
-    rng = np.random.default_rng([seed, 7919])
 
-    def train_step() -> None:
-        nonlocal index, done, loss_value
-        done += 1
-        problems = [generate(generator, seed, index + i, level) for i in range(batch_size)]
-        index += batch_size
-        answers = solutions = None
-        if targets == "solution":
-            solutions = noisy_solutions(problems, noise=noise, flaws=flaws, rng=rng)
-        else:
-            answers = noisy_answers([p.answer for p in problems], noise=noise, rng=rng)
-        prompts, target_ids = supervised_pairs(problems, tokenizer, template=template,
-                                               use_chat_template=use_chat_template,
-                                               answer_prefix=answer_prefix, answers=answers,
-                                               targets=targets, solutions=solutions)
-        ids, attention, mask = pack_sequences(prompts, target_ids, pad_id=pad_id)
-        ids, attention, mask = ids.to(device), attention.to(device), mask.to(device)
-        logp = token_logprobs(model, ids, attention)  # (B, S-1)
-        loss = -(logp * mask).sum() / mask.sum()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss_value = float(loss.detach())
-        if progress is not None:
-            progress.update(1)
-            progress.set_postfix(loss=f"{loss_value:.3f}")
+    def check(probe: Callable[[], float], name: str) -> Callable[[], float]:
+        def run() -> float:
+            accuracy = probe()
+            rule = ", the closest check kept" if stop.fine_every \
+                else f" on {stop.checks} checks in a row"
+            echo(f"warm start step {trainer.position}: {name}accuracy {accuracy:.3f} "
+                 f"(target {stop.target:g}{rule})")
+            return accuracy
+        return run
 
-    def check() -> float:
-        accuracy = evaluate()
-        echo(f"warm start step {done}: probe accuracy {accuracy:.3f} "
-             f"(target {stop.target:g} on {stop.checks} checks in a row)")
-        return accuracy
-
-    result = train_until(train_step, check, steps=steps, rule=stop)
-    out = {"warmstart/steps": float(result["steps"]), "warmstart/loss": loss_value,
+    result = train_until(Trainer(trainer.step, trainer.snapshot, trainer.restore),
+                         check(evaluate, "probe ") if evaluate else None, steps=steps, rule=stop,
+                         evaluate_fine=check(evaluate_fine, "fine probe ") if evaluate_fine
+                         else None)
+    out = {"warmstart/steps": float(result["steps"]), "warmstart/loss": trainer.loss,
            "warmstart/seconds": time.perf_counter() - start}
     if stop.target is not None:
         echo(describe_stop(result, stop, steps))
         out["warmstart/reached"] = float(result["reached"])
         if result["history"]:
-            out["warmstart/probe_accuracy"] = result["history"][-1][1]
+            out["warmstart/probe_accuracy"] = result.get("accuracy", result["history"][-1][1])
+        if stop.fine_every:
+            out["warmstart/trained_steps"] = float(result["trained"])
     return out

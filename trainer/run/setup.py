@@ -199,18 +199,21 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
         return {}
     if not ws.steps:
         return {}
-    excluded, evaluate = {p.prompt for p in heldout}, None
+    excluded, evaluate, evaluate_fine = {p.prompt for p in heldout}, None, None
     if ws.target_accuracy is not None:
-        probe = probe_problems(cfg.data.family, cfg.data.level, seed=ws.probe_seed,
-                               count=ws.probe_problems, excluded=excluded,
-                               skip_containing=cfg.data.skip_containing)
+        count = ws.fine_probe_problems if ws.fine_every else ws.probe_problems
+        probe = probe_problems(cfg.data.family, cfg.data.level, seed=ws.probe_seed, count=count,
+                               excluded=excluded, skip_containing=cfg.data.skip_containing)
         excluded |= {p.prompt for p in probe}  # never trained on
-        evaluate = probe_evaluator(
-            model, tokenizer, probe, k=cfg.eval.k, temperature=cfg.rollout.temperature,
-            top_p=cfg.rollout.top_p, max_new_tokens=cfg.rollout.max_new_tokens,
-            template=cfg.model.prompt_template, use_chat_template=cfg.model.use_chat_template,
-            answer_style=cfg.reward.answer_style, mode=cfg.reward.mode,
-            timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size, seed=ws.probe_seed)
+        settings = dict(
+            k=cfg.eval.k, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+            max_new_tokens=cfg.rollout.max_new_tokens, template=cfg.model.prompt_template,
+            use_chat_template=cfg.model.use_chat_template, answer_style=cfg.reward.answer_style,
+            mode=cfg.reward.mode, timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size,
+            seed=ws.probe_seed)
+        evaluate = probe_evaluator(model, tokenizer, probe[:ws.probe_problems], **settings)
+        if ws.fine_every:
+            evaluate_fine = probe_evaluator(model, tokenizer, probe, **settings)
     bar = progress_bar(ws.steps, 0, cfg.logging.progress and comm.is_main, "warm start")
     out = warmstart(
         model, tokenizer, family=cfg.data.family, level=cfg.data.level,
@@ -219,8 +222,9 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
         batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
         use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
         noise=ws.noise, targets=ws.targets, flaws=ws.flaws,
-        stop=StopRule(ws.target_accuracy, ws.eval_every, ws.target_checks, ws.near_every),
-        evaluate=evaluate, echo=echo, progress=bar)
+        stop=StopRule(ws.target_accuracy, ws.eval_every, ws.target_checks, ws.near_every,
+                      ws.fine_every, ws.fine_tolerance),
+        evaluate=evaluate, evaluate_fine=evaluate_fine, echo=echo, progress=bar)
     bar.close()
     broadcast_parameters(model, comm)
     return out
