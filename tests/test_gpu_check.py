@@ -8,24 +8,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from script_modules import SCRIPTS, load_script
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SCRIPT = SCRIPTS / "gpu_check.py"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-table = _load("gpu_check_table")
+table = load_script("gpu_check_table")
 cells = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=30)
 rows_st = st.lists(st.tuples(cells, cells, cells), max_size=8)
 
@@ -61,7 +53,7 @@ def test_vllm_rows_name_why_they_are_skipped():
 def test_env_var_makes_vllm_absent(monkeypatch):
     sys.path.insert(0, str(SCRIPTS))
     try:
-        runs = _load("gpu_check_runs")
+        runs = load_script("gpu_check_runs")
     finally:
         sys.path.remove(str(SCRIPTS))
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
@@ -160,7 +152,7 @@ def test_parts_past_the_budget_are_named_skipped(tmp_path):
 def test_a_run_past_the_budget_is_stopped(tmp_path):
     sys.path.insert(0, str(SCRIPTS))
     try:
-        runs = _load("gpu_check_runs")
+        runs = load_script("gpu_check_runs")
     finally:
         sys.path.remove(str(SCRIPTS))
     seconds, result = runs.train(tmp_path / "run", runs.QUICK_TRAIN, True, table.Budget(2))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,20 +16,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-wh = _load("wheelhouse")
-repack = _load("wheel_repack")
+wh = load_script("wheelhouse")
+repack = load_script("wheel_repack")
 NODE = {"python": "3.11", "machine": "x86_64", "torch": "2.11.0+cu128", "cuda": True, "transformers": "5.17.0",
         "vllm": False}
 # The interpreter this venv was made from: no torch, and not this venv's packages.
