@@ -281,29 +281,27 @@ def save_config(config: TrainConfig, path: str | Path) -> None:
 
 
 def field_docs() -> dict[str, dict[str, str]]:
-    """``{section: {field: docstring}}``, read from the docstrings under the fields of
-    ``verimath.trainer.config`` (empty when its source is not available)."""
+    """``{section: {field: docstring}}``, read from the docstrings under the fields of each
+    section's class (``verimath.trainer.settings``; empty when its source is not available)."""
+    hints = typing.get_type_hints(TrainConfig)
+    return {section: _class_field_docs(hints[section]) for section in SECTIONS}
+
+
+def _class_field_docs(cls: type) -> dict[str, str]:
     import ast
     import inspect
 
-    from verimath.trainer import config as module
-
     try:
-        tree = ast.parse(inspect.getsource(module))
+        node = ast.parse(inspect.getsource(cls)).body[0]
     except (OSError, TypeError):
         return {}
-    by_class: dict[str, dict[str, str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        docs = by_class.setdefault(node.name, {})
-        for stmt, after in zip(node.body, node.body[1:]):
-            if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
-                docs[stmt.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
-    hints = typing.get_type_hints(TrainConfig)
-    return {section: by_class.get(hints[section].__name__, {}) for section in SECTIONS}
+    docs = {}
+    for stmt, after in zip(node.body, node.body[1:]):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            docs[stmt.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    return docs
 
 
 def config_to_commented_yaml(config: TrainConfig, header: list[str] = ()) -> str:

@@ -7,7 +7,9 @@ import sys
 
 # The step, its math, the state it advances and the types that state holds.
 STEP_MODULES = {
-    "verimath.trainer", "verimath.trainer.config",
+    "verimath.trainer", "verimath.trainer.config", "verimath.trainer.settings",
+    *(f"verimath.trainer.settings.{m}" for m in ("algo", "checks", "model", "optim",
+                                                  "rollout", "run")),
     "verimath.trainer.algo", "verimath.trainer.algo.advantages",
     "verimath.trainer.algo.aggregation", "verimath.trainer.algo.batch",
     "verimath.trainer.algo.dynamic_sampling", "verimath.trainer.algo.logprobs",

@@ -1,0 +1,139 @@
+"""The ``algo`` section: DAPO's switches, the loss, dynamic sampling and batching."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verimath.trainer.settings.checks import require as _require
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    clip_higher: bool = True
+    """Decoupled clipping: ratio clipped to ``[1 - eps_low, 1 + eps_high]``; off uses
+    ``eps_low`` on both sides (PPO/GRPO)."""
+    eps_low: float = 0.2
+    """Lower clip range."""
+    eps_high: float = 0.28
+    """Upper clip range when ``clip_higher`` is on."""
+    dual_clip: float | None = None
+    """Dual-clip constant ``c > 1`` for negative advantages; ``None`` disables it."""
+    dynamic_sampling: bool = True
+    """Keep only groups with ``0 < #correct < G``; generate more rounds until
+    ``train_prompts`` such groups are collected."""
+    train_prompts: int = 32
+    """Groups trained on per step."""
+    max_gen_rounds: int = 4
+    """Cap on generation rounds per step; at the cap the step trains on what it has."""
+    adaptive_rounds: bool = True
+    """Size each generation round after the first to what is missing: ``round_margin x
+    missing / informative rate`` prompts (at least ``min_round_prompts``, at most
+    ``rollout.gen_prompts``); off, every round generates ``rollout.gen_prompts`` prompts."""
+    round_margin: float = 1.25
+    """Safety factor of adaptive rounds (1.0 asks for exactly the expected number)."""
+    min_round_prompts: int = 4
+    """Smallest adaptive round, so that the engine still gets a useful batch."""
+    max_staleness: int = 1
+    """Informative groups beyond ``train_prompts`` are kept and trained on at a later step,
+    at most this many steps after they were generated (their ratio is taken against the
+    policy that sampled them); 0 discards them (the paper's behaviour)."""
+    token_level_loss: bool = True
+    """Token-mean aggregation over the whole step; off is GRPO's mean of per-response means."""
+    loss_aggregation: str | None = None
+    """Name of the loss aggregation (``token-mean``, ``seq-mean-token-mean``,
+    ``seq-mean-token-sum-norm`` as in Dr. GRPO, or a registered one); None follows
+    ``token_level_loss``."""
+    policy_loss: str = "clip"
+    """Name of the per-token policy loss: ``clip`` (PPO's clipped surrogate, with
+    clip-higher and the dual clip) or ``cispo`` (clipped importance weight, every token keeps
+    a gradient), or a registered one."""
+    overlong_filtering: bool = True
+    """Truncated responses get a zero loss mask."""
+    ppo_epochs: int = 1
+    """Passes over each step's rollouts."""
+    mini_batch_prompts: int = 32
+    """Groups per optimizer update; ``train_prompts / mini_batch_prompts`` updates per epoch."""
+    mini_batch_by: str = "sequence"
+    """How mini-batches are formed: ``sequence`` shuffles the sequences of all groups (each
+    update sees samples of every prompt, as TRL does), ``group`` keeps whole groups
+    together (``mini_batch_prompts`` groups per update). Advantages are per group either way."""
+    micro_batch_size: int = 64
+    """Sequences per forward/backward (gradient accumulation, exact global token count)."""
+    activation_checkpointing: bool = False
+    """Recompute each decoder layer's activations in the backward pass (less memory, about a
+    third more compute); used with several processes (FSDP) and on one alike."""
+    logprob_chunk_size: int = 1024
+    """Memory bound of the policy forward: the output head is applied to at most this many
+    response positions at a time (log-prob of the taken token and entropy per chunk, each
+    chunk recomputed in the backward pass), so full ``(batch, length, vocabulary)`` logits
+    are never held; the extra memory is a few float32 ``(chunk, vocabulary)`` tensors (0.6 GB
+    each for 1024 x 152k). Gradients
+    are those of the unchunked forward. 0 computes full logits in one piece (fine for small
+    vocabularies). Models whose head is not a plain projection fall back to full logits."""
+    adv_eps: float = 1e-6
+    """Added to the group std in the advantage."""
+    kl_coef: float = 0.0
+    """Coefficient of a KL penalty to the initial model; 0 (DAPO's default) keeps no
+    reference model."""
+    rollout_is_cap: float = 0.0
+    """Truncated importance sampling against the rollout engine: weight each token's loss by
+    ``min(pi_old / pi_engine, cap)``, correcting for an engine (vLLM) whose sampling
+    distribution differs slightly from the trainer's; 0 disables it (e.g. 2.0 when on)."""
+
+    def __post_init__(self) -> None:
+        _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")
+        _require(self.eps_high >= 0, f"algo.eps_high must be >= 0, got {self.eps_high}")
+        _require(not self.clip_higher or self.eps_high >= self.eps_low,
+                 f"algo.eps_high ({self.eps_high}) is below algo.eps_low ({self.eps_low}): "
+                 "clip-higher widens the upper clip range, so eps_high must be >= eps_low "
+                 "(DAPO: 0.2 and 0.28); set algo.clip_higher=false for one symmetric range")
+        _require(self.dual_clip is None or self.dual_clip > 1,
+                 f"algo.dual_clip must be > 1 or null, got {self.dual_clip}")
+        _require(self.train_prompts >= 1, f"algo.train_prompts must be >= 1, got {self.train_prompts}")
+        _require(self.max_gen_rounds >= 1,
+                 f"algo.max_gen_rounds must be >= 1, got {self.max_gen_rounds}")
+        _require(self.ppo_epochs >= 1, f"algo.ppo_epochs must be >= 1, got {self.ppo_epochs}")
+        _require(1 <= self.mini_batch_prompts <= self.train_prompts,
+                 f"algo.mini_batch_prompts ({self.mini_batch_prompts}) must be in "
+                 f"1..algo.train_prompts ({self.train_prompts})")
+        _require(self.micro_batch_size >= 1,
+                 f"algo.micro_batch_size must be >= 1, got {self.micro_batch_size}")
+        _require(self.logprob_chunk_size >= 0,
+                 f"algo.logprob_chunk_size must be >= 0 (0 disables chunking), got "
+                 f"{self.logprob_chunk_size}")
+        _require(self.adv_eps >= 0, f"algo.adv_eps must be >= 0, got {self.adv_eps}")
+        _require(self.kl_coef >= 0, f"algo.kl_coef must be >= 0, got {self.kl_coef}")
+        _require(self.mini_batch_by in ("sequence", "group"),
+                 f"algo.mini_batch_by must be sequence or group, got {self.mini_batch_by!r}")
+        _require(self.round_margin >= 1,
+                 f"algo.round_margin must be >= 1, got {self.round_margin}")
+        _require(self.min_round_prompts >= 1,
+                 f"algo.min_round_prompts must be >= 1, got {self.min_round_prompts}")
+        _require(self.max_staleness >= 0,
+                 f"algo.max_staleness must be >= 0, got {self.max_staleness}")
+        _require(self.rollout_is_cap == 0 or self.rollout_is_cap >= 1,
+                 f"algo.rollout_is_cap must be 0 (off) or >= 1, got {self.rollout_is_cap}")
+        from verimath.trainer.algo.aggregation import AGGREGATIONS
+        from verimath.trainer.algo.loss import POLICY_LOSSES
+
+        _require(self.loss_aggregation is None or self.loss_aggregation in AGGREGATIONS,
+                 f"algo.loss_aggregation must be null or one of {', '.join(AGGREGATIONS)}, "
+                 f"got {self.loss_aggregation!r}")
+        _require(self.policy_loss in POLICY_LOSSES,
+                 f"algo.policy_loss must be one of {', '.join(POLICY_LOSSES)}, "
+                 f"got {self.policy_loss!r}")
+        _require(self.dual_clip is None or self.policy_loss == "clip",
+                 "algo.dual_clip applies to algo.policy_loss=clip only; set it to null")
+
+    @property
+    def clip_range(self) -> tuple[float, float]:
+        """``(eps_low, eps_high)`` actually used by the loss."""
+        return self.eps_low, (self.eps_high if self.clip_higher else self.eps_low)
+
+    @property
+    def aggregation(self) -> str:
+        """The aggregation actually used: ``loss_aggregation``, else ``token-mean`` with
+        ``token_level_loss`` (DAPO) and ``seq-mean-token-mean`` without (GRPO)."""
+        if self.loss_aggregation is not None:
+            return self.loss_aggregation
+        return "token-mean" if self.token_level_loss else "seq-mean-token-mean"
