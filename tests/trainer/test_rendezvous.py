@@ -15,6 +15,7 @@ import torch
 from two_nodes import TINY, steps, torchrun_node, two_nodes, verimath_node
 from verimath.trainer.run.launch import (
     ENDPOINT_ENV,
+    TORCHRUN_ENV,
     check_node_arguments,
     resume_command,
     torchrun_command,
@@ -91,6 +92,9 @@ def test_multi_node_options_that_do_not_fit_are_named(argv, names):
 def test_resume_commands_of_a_multi_node_run_name_the_nodes(monkeypatch):
     monkeypatch.delenv(ENDPOINT_ENV, raising=False)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    monkeypatch.delenv(TORCHRUN_ENV, raising=False)  # outside torchrun the variable is not read
+    assert resume_command(Path("r"), 8) == "verimath train --nproc 8 --resume r"
+    monkeypatch.setenv(TORCHRUN_ENV, "run")  # a rank of torchrun's group
     assert resume_command(Path("r"), 8) == ("verimath train --nnodes 2 --node-rank R --nproc 4 "
                                             "--rdzv-endpoint HOST:PORT --resume r (on each "
                                             "node, R = 0 .. 1)")

@@ -39,6 +39,9 @@ class Comm:
     rank: int = 0
     world: int = 1
     local_rank: int = 0
+    local_world: int = 0
+    """Ranks on this node (torchrun's ``LOCAL_WORLD_SIZE`` when the group was joined; 0:
+    all of them). Read then, because an in-process vLLM CPU engine rewrites that variable."""
 
     @property
     def is_main(self) -> bool:
@@ -97,7 +100,8 @@ def init_distributed() -> Comm:
         if backend == "nccl":
             torch.cuda.set_device(local_rank)
         dist.init_process_group(backend)
-    return Comm(rank=rank, world=world, local_rank=local_rank)
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world) or world)
+    return Comm(rank=rank, world=world, local_rank=local_rank, local_world=local_world)
 
 
 def close_distributed() -> None:

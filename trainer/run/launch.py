@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 ENDPOINT_ENV = "VERIMATH_RDZV_ENDPOINT"
+TORCHRUN_ENV = "TORCHELASTIC_RUN_ID"  # set in every process torchrun starts
 """Set by ``verimath train --nnodes M`` for its ranks: the rendezvous endpoint, for the resume
 command they print."""
 
@@ -132,9 +133,12 @@ def resume_command(run_dir: Path, nproc: int = 1, *, local: int | None = None,
                    endpoint: str | None = None) -> str:
     """``verimath train [--nproc N] --resume DIR``: the same number of processes continues
     the run exactly. A run of ``nproc`` ranks with ``local`` per node (default: torchrun's
-    ``LOCAL_WORLD_SIZE``) on several nodes gets the command for each node, with the
+    ``LOCAL_WORLD_SIZE`` inside torchrun's processes; outside them, e.g. after an in-process
+    vLLM CPU engine rewrote it, the variable is not read) on several nodes gets the command for each node, with the
     rendezvous ``endpoint`` (default: ``$VERIMATH_RDZV_ENDPOINT``, else ``HOST:PORT``)."""
-    local = local or int(os.environ.get("LOCAL_WORLD_SIZE", nproc) or nproc)
+    if local is None and TORCHRUN_ENV in os.environ:  # a rank of torchrun's group
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", nproc) or nproc)
+    local = local or nproc
     if local >= nproc or nproc % local:
         return f"verimath train {f'--nproc {nproc} ' if nproc > 1 else ''}--resume {run_dir}"
     nnodes = nproc // local

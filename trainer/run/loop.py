@@ -108,13 +108,16 @@ def _generator_stopped(state: TrainState, failed: GeneratorFailed) -> Stopped:
     one in a collective): the rank says why it stops, and torchrun ends the job."""
     comm = state.comm
     if comm.enabled:
-        message = f"rank {comm.rank}: {failed}\n{interrupted_message(state.run_dir, nproc=comm.world)}"
+        stopped = interrupted_message(state.run_dir, nproc=comm.world,
+                                      local=comm.local_world or None)
+        message = f"rank {comm.rank}: {failed}\n{stopped}"
         if not comm.is_main:  # rank 0 says it through the trainer's output
             print(message, file=sys.stderr, flush=True)
         return Stopped(message, exit_code=1)
     path = save_state(state)
     return Stopped(f"{failed}\nthe run stopped at step {state.step} with the checkpoint {path}; "
-                   f"continue with: {resume_command(state.run_dir, state.comm.world)}",
+                   f"continue with: "
+                   f"{resume_command(state.run_dir, comm.world, local=comm.local_world or None)}",
                    exit_code=1)
 
 
@@ -127,7 +130,8 @@ def _stop_if_asked(state: TrainState, stop: _StopRequest) -> None:
     if not (asked or failing) or state.step >= cfg.optim.steps:
         return
     path = save_state(state)
-    command = resume_command(state.run_dir, state.comm.world)
+    command = resume_command(state.run_dir, state.comm.world,
+                             local=state.comm.local_world or None)
     if failing:
         raise Stopped(f"{state.skipped_in_a_row} optimizer updates in a row had a NaN or inf "
                       f"gradient (optim.max_skipped_updates={cfg.optim.max_skipped_updates}); "
