@@ -65,7 +65,8 @@ def test_interpolation_is_monotone_where_the_curve_is(points, a, b):
     xs = [p[0] for p in points]
     ys = sorted(p[1] for p in points)  # a non-decreasing curve
     lo, hi = sorted((a, b))
-    x_lo, x_hi = xs[0] + lo * (xs[-1] - xs[0]), xs[0] + hi * (xs[-1] - xs[0])
+    # inside [xs[0], xs[-1]] also after rounding (xs[0] + 1.0 * span can pass xs[-1] by an ulp)
+    x_lo, x_hi = (min(xs[0] + t * (xs[-1] - xs[0]), xs[-1]) for t in (lo, hi))
     y_lo, y_hi = interpolate_curve(xs, ys, x_lo), interpolate_curve(xs, ys, x_hi)
     assert ys[0] <= y_lo <= y_hi + 1e-12 and y_hi <= ys[-1]
 
