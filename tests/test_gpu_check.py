@@ -50,12 +50,17 @@ def test_vllm_rows_name_why_they_are_skipped():
     assert result == "skipped: vllm not installed" and "verimath[vllm]" in detail
 
 
-def test_env_var_makes_vllm_absent(monkeypatch):
+def _runs():
+    """scripts/gpu_check_runs.py, which imports its sibling gpu_check_table by name."""
     sys.path.insert(0, str(SCRIPTS))
     try:
-        runs = load_script("gpu_check_runs")
+        return load_script("gpu_check_runs")
     finally:
         sys.path.remove(str(SCRIPTS))
+
+
+def test_env_var_makes_vllm_absent(monkeypatch):
+    runs = _runs()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
     monkeypatch.delenv(runs.NO_VLLM, raising=False)
     assert runs.has_vllm()
@@ -150,11 +155,7 @@ def test_parts_past_the_budget_are_named_skipped(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_past_the_budget_is_stopped(tmp_path):
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        runs = load_script("gpu_check_runs")
-    finally:
-        sys.path.remove(str(SCRIPTS))
+    runs = _runs()
     seconds, result = runs.train(tmp_path / "run", runs.QUICK_TRAIN, True, table.Budget(2))
     assert result == "stopped: time budget (2 s, --budget-s) spent"
     assert seconds < 2 + runs.STOP_SECONDS
