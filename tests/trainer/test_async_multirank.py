@@ -79,7 +79,8 @@ def killed(tmp_path_factory, warm_tiny_model) -> dict:
     run, port = out / "run", free_port()
     args = ["--output-dir", str(run), *ASYNC, f"model.path={warm_tiny_model}", "optim.steps=40"]
     logs = [open(out / f"node{r}.txt", "w+") for r in (0, 1)]  # noqa: SIM115
-    procs = [subprocess.Popen(verimath_node(r, port, args), cwd=out, env=env(), text=True,
+    procs = [subprocess.Popen(verimath_node(r, port, args), cwd=out, text=True,
+                              env={**env(), "PYTHONFAULTHANDLER": "1"},  # stacks on SIGABRT
                               stdout=logs[r], stderr=subprocess.STDOUT) for r in (0, 1)]
     try:
         end = time.monotonic() + 300
@@ -92,8 +93,16 @@ def killed(tmp_path_factory, warm_tiny_model) -> dict:
         assert len(workers) == 2 and len(target) == 1, (job, _outputs(logs))
         os.kill(target[0], signal.SIGKILL)
         killed_at = time.monotonic()
-        for p in procs:
-            p.wait(timeout=120)
+        try:
+            for p in procs:
+                p.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # a hang: every rank prints its threads' stacks
+            for pid, cmd in _tree([p.pid for p in procs]).items():
+                if "verimath.trainer.train" in cmd:
+                    os.kill(pid, signal.SIGABRT)
+            time.sleep(5)
+            pytest.fail("the job did not end within 120 s of the kill:\n" +
+                        "\n".join(_outputs(logs)))
         seconds = time.monotonic() - killed_at
     finally:
         for p in procs:

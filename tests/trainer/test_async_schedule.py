@@ -132,6 +132,54 @@ def test_a_generator_exception_is_raised_in_the_trainer_with_its_traceback(monke
     src.close()
 
 
+class TwoRanks:
+    """Rank 0 of two, in this process: ``all_sum`` adds what rank 1 reports (``other``);
+    records every call, so the test sees that each step start takes one all-reduce."""
+
+    enabled, rank, world = True, 0, 2
+
+    def __init__(self, other_failed: bool) -> None:
+        self.other_failed, self.calls = other_failed, []
+
+    def all_sum(self, values):
+        values = np.asarray(values, dtype=float)
+        self.calls.append(values.copy())
+        return values + (np.array([0.0, 1.0]) if self.other_failed else 0.0)
+
+
+def test_every_rank_stops_at_the_step_start_when_another_ranks_generator_failed(monkeypatch):
+    comm = TwoRanks(other_failed=False)
+    src = _source(monkeypatch, 1, ThreadWorker())
+    src.comm = comm
+    src.start_step(0, torch.nn.Linear(1, 1))
+    src.next_round(0)
+    src.after_collection()
+    assert len(comm.calls) == 1 and src.sent_version == 0  # healthy: agreed, then pushed
+    comm.other_failed = True  # rank 1's generator died during the update
+    with pytest.raises(GeneratorFailed, match="generator process of rank 1 failed") as info:
+        src.start_step(1, torch.nn.Linear(1, 1))
+    assert info.value.at_step_start and not info.value.own
+    assert src.sent_version == 0  # no weight push: a sharded policy's gather is a collective
+    assert len(comm.calls) == 2 and comm.calls[1].tolist() == [0.0, 0.0]
+    src.close()
+
+
+def test_a_rank_whose_generator_died_stops_at_the_step_start_with_its_last_words(monkeypatch):
+    worker = ThreadWorker(fail_at=1)
+    src = _source(monkeypatch, 1, worker)
+    src.comm = TwoRanks(other_failed=False)
+    src.start_step(0, torch.nn.Linear(1, 1))
+    src.next_round(0)
+    src.after_collection()  # request 1 fails in the generator, which then ends
+    worker.thread.join(10)
+    assert not worker.is_alive()
+    with pytest.raises(GeneratorFailed, match="(?s)raised an exception:.*ValueError") as info:
+        src.start_step(1, torch.nn.Linear(1, 1))
+    assert info.value.at_step_start and info.value.own
+    assert src.comm.calls[-1].tolist() == [1.0, 0.0]  # what rank 1 learns from rank 0
+    src.close()
+
+
 def test_settings_async_rollouts_cannot_run_with_are_refused_by_name():
     from verimath.trainer.config_io import load_config
     from verimath.trainer.rollout.async_source import check_async

@@ -42,9 +42,11 @@ groups, in the same order, as the uninterrupted one (bit-identical on CPU). When
 generator died, the checkpoint holds the stream as of the last round received; rounds lost
 in flight are generated again after the resume (same problems and RNG, but by the resumed
 policy version): no group is lost or trained twice, the run is no longer bit-identical.
-Several ranks store each rank's rounds and stream in the rank's own state file; a generator
-that dies there stops the whole job (:func:`verimath.trainer.run.loop.train`) without a new
-checkpoint, since saving one takes every rank.
+Several ranks store each rank's rounds and stream in the rank's own state file. A generator
+found dead when a step starts stops every rank there (they decide together), with a
+checkpoint; one found dead within a step stops its rank at once, without a new checkpoint
+(saving one takes every rank, and the others wait in a collective), and torchrun ends the job
+(:func:`verimath.trainer.run.loop.train`).
 """
 
 from __future__ import annotations
@@ -69,7 +71,13 @@ STOP_SECONDS = 5.0
 
 
 class GeneratorFailed(RuntimeError):
-    """The rollout generator process raised an exception or died."""
+    """The rollout generator process raised an exception or died. ``at_step_start``: raised
+    by ``start_step`` on every rank at once (the ranks agreed; none has begun the step);
+    ``own``: this rank's generator failed (False: another rank's did)."""
+
+    def __init__(self, message: str, *, at_step_start: bool = False, own: bool = True) -> None:
+        super().__init__(message)
+        self.at_step_start, self.own = at_step_start, own
 
 
 @dataclass
@@ -189,6 +197,8 @@ class AsyncEpisodeSource:
         """Step ``step`` begins with ``model``: version ``step`` of the policy, sent to the
         generator for the rounds requested from now on."""
         self.version, self.policy = int(step), model
+        if self.comm is not None and self.comm.enabled:
+            self._stop_if_any_generator_failed()
         if self.failure is None and self.sent_version != self.version:
             self._send_weights()
 
@@ -275,6 +285,31 @@ class AsyncEpisodeSource:
     def _reset_step_metrics(self) -> None:
         self.metrics = dict.fromkeys(("stale_dropped", "wait_rollouts", "idle", "busy",
                                       "rounds"), 0.0)
+
+    def _stop_if_any_generator_failed(self) -> None:
+        """Several ranks: raise GeneratorFailed on every rank when the generator of any rank
+        raised or died. The ranks decide together (one all-reduce), so they all leave at the
+        same point: a rank that went on alone would run the weight gather of a sharded policy
+        (a collective) while another ran the next one, and both would wait forever."""
+        comm = self.comm
+        failed = self.failure is not None or not self.process.is_alive()
+        flags = comm.all_sum(np.eye(comm.world)[comm.rank] * failed)
+        ranks = [r for r, flag in enumerate(flags) if flag > 0]
+        if not ranks:
+            return
+        if not failed:
+            self.failure = GeneratorFailed(
+                f"the rollout generator process of rank {', '.join(map(str, ranks))} failed "
+                "(that rank says why)", at_step_start=True, own=False)
+            raise self.failure
+        try:
+            self._raise_if_failed()
+            while self.in_flight:  # the rounds it sent before it died, or its last words
+                self._receive_round()
+            self._fail_dead()
+        except GeneratorFailed as own:
+            self.failure = GeneratorFailed(str(own), at_step_start=True)
+        raise self.failure
 
     def _send_weights(self) -> None:
         import torch

@@ -104,9 +104,19 @@ def train(state: TrainState) -> dict:
 
 def _generator_stopped(state: TrainState, failed: GeneratorFailed) -> Stopped:
     """Checkpoint step ``state.step`` (the failed step changed nothing) and say so. With
-    several ranks, no checkpoint (saving one takes every rank, and the others wait for this
-    one in a collective): the rank says why it stops, and torchrun ends the job."""
+    several ranks, a checkpoint only when every rank stopped at the start of the step (they
+    agreed, see ``AsyncEpisodeSource.start_step``); a rank that stopped within a step saves
+    nothing (saving takes every rank, and the others wait for this one in a collective): it
+    says why it stops, and torchrun ends the job."""
     comm = state.comm
+    if comm.enabled and failed.at_step_start:
+        path = save_state(state)
+        command = resume_command(state.run_dir, comm.world, local=comm.local_world or None)
+        message = (f"rank {comm.rank}: {failed}\nthe run stopped at step {state.step} with the "
+                   f"checkpoint {path}; continue with: {command}")
+        if not comm.is_main and failed.own:  # rank 0 speaks through the trainer's output
+            print(message, file=sys.stderr, flush=True)
+        return Stopped(message, exit_code=1)
     if comm.enabled:
         stopped = interrupted_message(state.run_dir, nproc=comm.world,
                                       local=comm.local_world or None)
