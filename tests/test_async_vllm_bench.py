@@ -16,7 +16,8 @@ _spec.loader.exec_module(bench)
 
 
 def _row(engine, k, step, gen=1.0, upd=1.0):
-    return {"engine": engine, "async_steps": k, "seed": 0, "steps": 5, "step_seconds": step,
+    return {"engine": engine, "async_steps": k, "seed": 0, "steps": 5,
+            "train_seconds": 5 * step, "step_seconds": step,
             "cpu_seconds": 10.0, "generate_seconds": gen, "update_seconds": upd,
             "waited_seconds": gen, "staleness_max": k, "avg_at_k": 0.5, "greedy": 0.75}
 
@@ -26,7 +27,8 @@ def test_each_engine_is_compared_with_its_own_synchronous_run(hf, vllm, speedup)
     rows = [_row("hf", 0, hf), _row("hf", 1, hf / 2), _row("vllm", 0, vllm),
             _row("vllm", 2, vllm / speedup)]
     text = bench.table(rows)
-    assert f"| vllm sync | {vllm:.2f} |" in text and f"| sync | {hf:.2f} |" in text
+    assert f"| vllm sync | 5 | {5 * vllm:.0f} | {vllm:.2f} |" in text
+    assert f"| sync | 5 | {5 * hf:.0f} | {hf:.2f} |" in text
     assert f"vllm async=2: {speedup:.2f}x the synchronous wall time" in text
     assert "async=1: 2.00x the synchronous wall time" in text
     assert "vllm async=1" not in text

@@ -3,7 +3,8 @@
 generator follows that rank's (gathered) weights and the global dynamic-sampling decisions;
 a generator killed with -9 on rank 1 ends the whole job within seconds, naming the cause,
 with no process left behind; and a resume from a checkpoint of that run (here on one node
-with ``--nproc 2``) trains the same groups as the run did, to the bit."""
+with ``--nproc 2``) trains the same groups as the run did, to the bit, then stops with a
+checkpoint on a SIGTERM sent to its launcher alone."""
 
 from __future__ import annotations
 
@@ -143,18 +144,32 @@ def test_each_rank_has_its_generator_and_a_kill_9_ends_the_job(killed):
     assert not [cmd for pid, cmd in killed["job"].items() if _alive(pid)]
 
 
-def test_a_two_rank_async_resume_trains_what_the_run_trained(killed, tmp_path):
+def test_a_two_rank_async_resume_trains_what_the_run_trained_then_stops_on_sigterm(killed,
+                                                                                   tmp_path):
     part = tmp_path / "run"
     shutil.copytree(killed["run"], part)
     for late in (part / "checkpoints").glob("step_*"):
         if late.name > "step_00000002":
             shutil.rmtree(late)
-    done = subprocess.run([sys.executable, "-m", "verimath.trainer.cli", "train", "--nproc", "2",
-                           "--resume", str(part / "checkpoints" / "step_00000002"),
-                           "optim.steps=3"], cwd=tmp_path, env=env(), capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "verimath.trainer.cli", "train", "--nproc", "2", "--resume",
+         str(part / "checkpoints" / "step_00000002")], cwd=tmp_path, env=env(), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 300
+        third = part / "checkpoints" / "step_00000003"  # saved after the resumed step 3
+        while not third.exists() and launcher.poll() is None and time.monotonic() < end:
+            time.sleep(0.2)
+        launcher.send_signal(signal.SIGTERM)  # the launcher alone: it passes it to the ranks
+        out = launcher.communicate(timeout=120)[0]
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    # every rank finished its step, they saved together and the job ended cleanly
+    assert launcher.returncode == 0, out[-3000:]
+    assert "SIGTERM: checkpoint" in out and "continue with: verimath train --nproc 2" in out
     resumed, whole = steps(part), steps(killed["run"])
-    assert sorted(resumed) == [1, 2, 3]
+    assert {1, 2, 3} <= set(resumed) and max(resumed) < 40
     # each rank's waiting rounds, stream and RNG came back: step 3 is the run's, to the bit
     assert resumed[3] == whole[3]

@@ -204,7 +204,7 @@ def _launch(argv: list[str], cwd: Path) -> subprocess.Popen:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_two_ranks_interrupted_then_killed_with_their_launcher(tmp_path):
+def test_two_ranks_interrupted_stopped_then_killed_with_their_launcher(tmp_path):
     run, long = tmp_path / "run", [*QUICK, "eval.num_problems=0", "optim.steps=100000"]
     launcher = _launch(["--output-dir", str(run), *long], tmp_path)
     _wait_for(lambda: latest_checkpoint(run / "checkpoints") is not None, 300, "a checkpoint",
@@ -223,6 +223,21 @@ def test_two_ranks_interrupted_then_killed_with_their_launcher(tmp_path):
     second = subprocess.run([sys.executable, "-m", "verimath.trainer.cli", "train", "--resume",
                              str(run)], capture_output=True, text=True, timeout=120)
     assert second.returncode == 2 and "in use by another live" in second.stderr
+    # SIGTERM to the launcher alone (a scheduler, a container stop): the ranks get it, finish
+    # their step, save together and exit 0
+    before = latest_checkpoint(run / "checkpoints")
+    launcher.send_signal(signal.SIGTERM)
+    out = launcher.communicate(timeout=120)[0]
+    assert launcher.returncode == 0, out[-3000:]
+    saved = latest_checkpoint(run / "checkpoints")
+    assert saved != before and f"SIGTERM: checkpoint {saved} saved at step" in out, out[-3000:]
+    assert f"continue with: verimath train --nproc 2 --resume {run}" in out
+    assert not _processes_of(launcher.pid)
+
+    launcher = _launch(["--resume", str(run)], tmp_path)
+    lines = len(metrics.read_text().splitlines())
+    _wait_for(lambda: len(metrics.read_text().splitlines()) > lines + 1, 300, "new steps",
+              launcher)
     ranks = _processes_of(launcher.pid)
     assert len(ranks) >= 3, ranks  # torchrun and two ranks
     launcher.kill()  # kill -9, as an out-of-memory killer or a scheduler would

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,7 @@ def launch(args: argparse.Namespace, run_dir: Path) -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHER_ENV: str(os.getpid()),
            **({ENDPOINT_ENV: args.rdzv_endpoint} if nnodes > 1 else {})}
     process = subprocess.Popen(command, env=env, preexec_fn=die_with_parent)  # noqa: PLW1509
+    previous = _forward_sigterm(process)
     try:
         return process.wait()
     except KeyboardInterrupt:  # the ranks got it too: let them stop, then speak once for them
@@ -104,6 +106,49 @@ def launch(args: argparse.Namespace, run_dir: Path) -> int:
                                       endpoint=getattr(args, "rdzv_endpoint", None))
         print(f"\nverimath train: {message}", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _forward_sigterm(torchrun: subprocess.Popen):
+    """SIGTERM to the launcher (a scheduler, ``kill PID``, a container being stopped) goes
+    to the ranks themselves: each finishes its step, they save a checkpoint together and exit
+    0 (sent to torchrun it would reach them too, but torchrun kills them 30 s later, mid-save
+    on a large model). Before the ranks exist it goes to torchrun. Returns the previous
+    handler (None when this is not the main thread)."""
+
+    def forward(signum, frame) -> None:
+        ranks = children_of(torchrun.pid)
+        for pid in ranks or [torchrun.pid]:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    try:
+        return signal.signal(signal.SIGTERM, forward)
+    except ValueError:
+        return None
+
+
+def children_of(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from ``/proc``; empty where there is none)."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+            found.append(int(entry))
+    return found
 
 
 def launched_by_verimath() -> bool:
