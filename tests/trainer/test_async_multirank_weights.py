@@ -8,8 +8,7 @@ import copy
 import pytest
 import torch
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.async_source import full_state_dict
-from verimath.trainer.run.distributed import Comm, shard_model
+from verimath.trainer.run.distributed import Comm, full_state_dict, shard_model
 
 
 @pytest.fixture

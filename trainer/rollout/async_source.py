@@ -63,8 +63,7 @@ from verimath.trainer.rollout.async_worker import Sender, WorkerSpec, start_work
 from verimath.trainer.rollout.episodes import Group, RoundStats
 from verimath.trainer.rollout.factory import async_worker_options
 
-__all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "full_state_dict",
-           "make_async_source"]
+__all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "make_async_source"]
 
 POLL_SECONDS = 0.2
 STOP_SECONDS = 5.0
@@ -313,6 +312,7 @@ class AsyncEpisodeSource:
 
     def _send_weights(self) -> None:
         import torch
+        from verimath.trainer.run.distributed import full_state_dict
 
         buffer = io.BytesIO()
         torch.save(full_state_dict(self.policy), buffer)
@@ -379,16 +379,6 @@ class AsyncEpisodeSource:
         s, r = self.stats, rnd.stats
         for f in dataclasses.fields(RoundStats):
             setattr(s, f.name, getattr(s, f.name) + getattr(r, f.name))
-
-
-def full_state_dict(model) -> dict:
-    """``model.state_dict()`` as full CPU tensors: a sharded (DTensor) entry is gathered, a
-    collective that every rank runs for the same entries in the same order."""
-    out = {}
-    for name, value in model.state_dict().items():
-        full = value.full_tensor() if hasattr(value, "full_tensor") else value
-        out[name] = full.detach().cpu()
-    return out
 
 
 def make_async_source(config, model, tokenizer, source: dict, *, echo=print, comm=None

@@ -163,6 +163,16 @@ def full_parameters(model) -> Iterator[tuple[str, torch.Tensor]]:
         yield name, full.detach()
 
 
+def full_state_dict(model) -> dict:
+    """``model.state_dict()`` as full CPU tensors: a sharded (DTensor) entry is gathered, a
+    collective that every rank runs for the same entries in the same order."""
+    out = {}
+    for name, value in model.state_dict().items():
+        full = value.full_tensor() if hasattr(value, "full_tensor") else value
+        out[name] = full.detach().cpu()
+    return out
+
+
 def broadcast_parameters(model, comm: Comm) -> None:
     """Every rank takes rank 0's parameters (an unsharded model, e.g. after a warm start that
     each rank ran on its own)."""
