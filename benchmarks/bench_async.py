@@ -125,13 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--engines", nargs="+", default=["hf"], choices=list(ENGINES))
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="config overrides for every run (e.g. algo.proximal_clip=true)")
     parser.add_argument("--async-step-factor", type=float, default=1.0, metavar="F",
                         help="asynchronous runs take round(F x --steps) steps (e.g. 1.45: about "
                              "the synchronous run's wall time, to compare at equal time)")
     args = parser.parse_args(argv)
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     steps = args.steps or (8 if args.quick else 100)
-    extra = QUICK if args.quick else []
+    extra = (QUICK if args.quick else []) + args.set
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_async_") as tmp:
         for seed in seeds:

@@ -21,6 +21,7 @@ STEP_MODULES = {
 }
 CONSTRUCTION = ("verimath.trainer.checkpoint", "verimath.trainer.model",
                 "verimath.trainer.rollout.factory", "verimath.trainer.rollout.vllm_engine",
+                "verimath.trainer.rollout.vllm_start",
                 "verimath.trainer.run.setup", "verimath.trainer.run.metrics",
                 "verimath.trainer.run.loop", "verimath.trainer.evaluation",
                 "verimath.trainer.config_io")

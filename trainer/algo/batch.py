@@ -125,6 +125,20 @@ def use_sampling_policy(batch: TrainBatch, groups: list[Group]) -> None:
             batch.old_logp[rows] = response_values(g.old_logprobs, batch.response_mask[rows])
 
 
+def use_proximal_policy(batch: TrainBatch, groups: list[Group], proximal: torch.Tensor) -> None:
+    """The decoupled objective (``algo.proximal_clip``): the ratio is taken against
+    ``proximal`` (the policy at the start of the step, ``(N, S-1)``) and each token weighted by
+    ``pi_proximal / pi_sampler`` through ``behaviour_logp``. The sampler is the policy that
+    sampled a group kept from an earlier step (its stored log-probs), else the rollout
+    engine (its log-probs, when it reports them), else ``proximal`` itself (weight 1)."""
+    sampler = (batch.behaviour_logp if batch.behaviour_logp is not None else proximal).clone()
+    for i, g in enumerate(groups):
+        if g.old_logprobs is not None:
+            rows = np.flatnonzero(batch.group == i)
+            sampler[rows] = response_values(g.old_logprobs, batch.response_mask[rows])
+    batch.old_logp, batch.behaviour_logp = proximal, sampler
+
+
 @torch.no_grad()
 def keep_sampling_policy(model, groups: list[Group], *, pad_id: int, device, **forward) -> None:
     """Store, in each group that has none yet, the log-probs of its responses under

@@ -33,7 +33,9 @@ With ``rollout.async_steps >= 1`` the episode source is
 process that samples the next steps while this one updates, every group tagged with the
 policy version that sampled it (``Group.step``) and holding that policy's log-probs, so its
 ratio is taken against them as for a surplus group; ``start_step``, ``after_collection`` and
-``step_metrics`` are the source's hooks (no-ops in one process).
+``step_metrics`` are the source's hooks (no-ops in one process). ``algo.proximal_clip``
+instead takes the ratio of such groups against the policy at the start of the step and
+weights their tokens by that policy over the sampler (``batch.use_proximal_policy``).
 
 With several ranks (``verimath.trainer.run.distributed``) each rank runs this same function on
 its share of the prompts; the collectives are inside dynamic sampling, the update's token
@@ -43,6 +45,7 @@ that the sharded forward and backward passes run in step.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -53,6 +56,7 @@ from verimath.trainer.algo.batch import (
     mini_batches,
     pack_batch,
     sequence_logprobs,
+    use_proximal_policy,
     use_sampling_policy,
 )
 from verimath.trainer.algo.dynamic_sampling import collect_informative, fresh_groups
@@ -93,9 +97,13 @@ def rl_step(state: TrainState) -> dict[str, float]:
         batch = pack_batch(padded, adv, pad_id=state.pad_id, device=state.device)
         batch.mask = overlong_filter_mask(batch.mask, batch.truncated,  # DAPO 4: filtering
                                           enabled=algo.overlong_filtering)
-        batch.old_logp = (torch.zeros_like(batch.mask) if _all_stored(padded, comm) else
-                          sequence_logprobs(state.model, batch, **fwd))  # pi_old, (N, S-1)
-        use_sampling_policy(batch, padded)  # a group from an earlier step: the pi that sampled it
+        forward = algo.proximal_clip or not _all_stored(padded, comm)
+        batch.old_logp = (sequence_logprobs(state.model, batch, **fwd) if forward else
+                          torch.zeros_like(batch.mask))  # pi_old, (N, S-1)
+        if algo.proximal_clip:  # clip around pi_old, weight by pi_old / pi_sampler
+            use_proximal_policy(batch, padded, batch.old_logp)
+        else:
+            use_sampling_policy(batch, padded)  # a group from an earlier step: its sampler
         keep_sampling_policy(state.model, balanced(state.surplus, state, new_only=True),
                              pad_id=state.pad_id, device=state.device, **fwd)
         if state.ref_model is not None:  # optional KL: the model RL started from
@@ -107,7 +115,8 @@ def rl_step(state: TrainState) -> dict[str, float]:
             aggregation=algo.aggregation,  # DAPO 3: token_level_loss, in algo.aggregation
             dual_clip=algo.dual_clip, kl_coef=algo.kl_coef, policy_loss=algo.policy_loss,
             temperature=cfg.rollout.temperature, chunk_size=algo.logprob_chunk_size,
-            horizon=cfg.rollout.max_new_tokens, rollout_is_cap=algo.rollout_is_cap)
+            horizon=cfg.rollout.max_new_tokens,
+            rollout_is_cap=algo.rollout_is_cap or (math.inf if algo.proximal_clip else 0.0))
         parts = -(-sampling.kept_groups // algo.mini_batch_prompts)  # updates per epoch
         for _ in range(algo.ppo_epochs):
             for rows in mini_batches(batch.group, parts, rng, by=algo.mini_batch_by):

@@ -79,6 +79,13 @@ class AlgoConfig:
     """Truncated importance sampling against the rollout engine: weight each token's loss by
     ``min(pi_old / pi_engine, cap)``, correcting for an engine (vLLM) whose sampling
     distribution differs slightly from the trainer's; 0 disables it (e.g. 2.0 when on)."""
+    proximal_clip: bool = False
+    """For groups sampled by an older policy (``rollout.async_steps``, the surplus): take the
+    clip range around the policy at the start of the step (one more forward pass) instead of
+    around the sampling policy, and weight each token by ``pi_step_start / pi_sampler``
+    (truncated at ``rollout_is_cap`` when that is set), the decoupled PPO objective (Hilton
+    et al. 2021; AReaL). A stale group's first update is then not clipped for the drift it
+    had no part in. On-policy groups train exactly as without it."""
 
     def __post_init__(self) -> None:
         _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")

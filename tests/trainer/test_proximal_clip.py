@@ -1,0 +1,75 @@
+"""``algo.proximal_clip``, the decoupled objective: the ratio of a group sampled by an older
+policy is taken against the policy at the start of the step, and each token is weighted by
+``pi_step_start / pi_sampler`` (truncated at ``algo.rollout_is_cap``). On-policy groups train
+exactly as without it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from verimath.trainer.algo.batch import pack_batch, use_proximal_policy
+from verimath.trainer.algo.loss import dapo_policy_loss
+from verimath.trainer.algo.update import is_weights
+from verimath.trainer.rollout.episodes import Group
+
+
+def _groups(rng, n: int, g: int, stored: list[bool], engine: bool) -> list[Group]:
+    out = []
+    for i in range(n):
+        responses = [list(rng.integers(3, 90, size=rng.integers(1, 5))) for _ in range(g)]
+        group = Group(f"p{i}", [5, 6], responses, np.zeros(g), np.arange(g) == 0,
+                      np.zeros(g, dtype=bool))
+        if engine:
+            group.logprobs = [-rng.random(len(r)) for r in responses]
+        if stored[i]:
+            group.old_logprobs = [-rng.random(len(r)) - 1.0 for r in responses]
+        out.append(group)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), stored=st.lists(st.booleans(), min_size=1, max_size=4),
+       engine=st.booleans(), cap=st.sampled_from([0.0, 1.0, 2.0]))
+def test_each_token_is_weighted_by_the_step_start_over_its_sampler(seed, stored, engine, cap):
+    rng = np.random.default_rng(seed)
+    groups = _groups(rng, len(stored), 3, stored, engine)
+    batch = pack_batch(groups, np.zeros((len(groups), 3)), pad_id=0, device="cpu")
+    proximal = -torch.rand(batch.mask.shape, dtype=torch.float32)  # (N, S-1)
+    use_proximal_policy(batch, groups, proximal)
+    assert batch.old_logp is proximal  # the ratio's reference: the policy at the step start
+    m = batch.response_mask.bool()
+    for i, g in enumerate(groups):
+        rows = np.flatnonzero(batch.group == i)
+        sampler = g.old_logprobs if g.old_logprobs is not None else g.logprobs
+        for j, r in enumerate(rows):
+            want = proximal[r][m[r]] if sampler is None else torch.tensor(sampler[j])
+            torch.testing.assert_close(batch.behaviour_logp[r][m[r]], want.float())
+    cap = cap or math.inf  # the step's setting when proximal_clip is on and no cap is set
+    rows, cols = torch.arange(len(batch)), slice(0, batch.mask.shape[1])
+    w = is_weights(batch, rows, cols, cap)
+    expected = torch.exp(proximal - batch.behaviour_logp).clamp(max=cap)
+    torch.testing.assert_close(w[m], expected[m])
+    assert (w[m] <= cap + 1e-6).all() and (w[m] > 0).all()
+    fresh = torch.from_numpy(~np.isin(batch.group, np.flatnonzero(stored)))
+    if not engine:  # on-policy rows: weight exactly 1, so the loss is the plain one
+        assert torch.equal(w[m & fresh[:, None]], torch.ones(int((m & fresh[:, None]).sum())))
+
+
+def test_a_stale_token_by_hand():
+    # sampled at log-prob -1.5; the policy at the step start gives -1.0, the updated one -0.9
+    logp, proximal, sampler = (torch.tensor([[x]]) for x in (-0.9, -1.0, -1.5))
+    adv, mask = torch.tensor([1.0]), torch.ones(1, 1)
+    plain, _ = dapo_policy_loss(logp.requires_grad_(), sampler, adv, mask)
+    # against the sampler: r = e^0.6 = 1.822 > 1.28, clipped: -1.28 and no gradient
+    assert plain.item() == pytest.approx(-1.28)
+    weight = torch.exp(proximal - sampler)  # e^0.5
+    decoupled, _ = dapo_policy_loss(logp, proximal, adv, mask, is_weights=weight)
+    # against the step start: r = e^0.1 = 1.105, inside the range: -e^0.5 * e^0.1 = -e^0.6
+    assert decoupled.item() == pytest.approx(-math.exp(0.6), rel=1e-6)
+    decoupled.backward()
+    assert logp.grad.item() == pytest.approx(-math.exp(0.6), rel=1e-6)  # d(-w r)/d logp
