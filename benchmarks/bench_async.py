@@ -55,17 +55,17 @@ def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[s
     _, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) not in (0, 3):
         raise RuntimeError(f"{' '.join(command)} failed:\n{err[-3000:]}")
-    rows_all = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    rows = [r for r in rows_all if "time/step" in r][1:]  # the first step waits for the start
+    timed = [r for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
+             if "time/step" in r]
+    rows = timed[1:]  # the first step waits for the start
     summary = json.loads((run_dir / "summary.json").read_text())
 
     def mean(key: str) -> float:
         return statistics.fmean(r.get(key, 0.0) for r in rows)
 
     generate = mean("time/generate") + mean("time/score")
-    every = [r for r in rows_all if "time/step" in r]
-    return {"engine": engine, "async_steps": async_steps, "seed": seed, "steps": len(every),
-            "train_seconds": sum(r["time/step"] for r in every),
+    return {"engine": engine, "async_steps": async_steps, "seed": seed, "steps": len(timed),
+            "train_seconds": sum(r["time/step"] for r in timed),
             "step_seconds": mean("time/step"), "cpu_seconds": usage.ru_utime + usage.ru_stime,
             "generate_seconds": generate, "update_seconds": mean("time/update"),
             "waited_seconds": mean("async/wait_rollouts") if async_steps else generate,

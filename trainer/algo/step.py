@@ -45,7 +45,6 @@ that the sharded forward and backward passes run in step.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -115,8 +114,7 @@ def rl_step(state: TrainState) -> dict[str, float]:
             aggregation=algo.aggregation,  # DAPO 3: token_level_loss, in algo.aggregation
             dual_clip=algo.dual_clip, kl_coef=algo.kl_coef, policy_loss=algo.policy_loss,
             temperature=cfg.rollout.temperature, chunk_size=algo.logprob_chunk_size,
-            horizon=cfg.rollout.max_new_tokens,
-            rollout_is_cap=algo.rollout_is_cap or (math.inf if algo.proximal_clip else 0.0))
+            horizon=cfg.rollout.max_new_tokens, rollout_is_cap=algo.importance_cap)
         parts = -(-sampling.kept_groups // algo.mini_batch_prompts)  # updates per epoch
         for _ in range(algo.ppo_epochs):
             for rows in mini_batches(batch.group, parts, rng, by=algo.mini_batch_by):

@@ -95,11 +95,26 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    fields = _stat(pid)
+    return fields is None or fields[0] not in ("Z", "X")
+
+
+def children_of(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from ``/proc``; empty where there is none)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    return [child for child, fields in ((c, _stat(c)) for c in entries)
+            if fields is not None and int(fields[1]) == pid and fields[0] not in ("Z", "X")]
+
+
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` after the command name (state, parent pid, ...); None if unread."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
+        return None
 
 
 def watch_parent(launcher_pid: int | None = None, *, interval: float = POLL_SECONDS) -> None:

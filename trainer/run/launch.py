@@ -118,6 +118,8 @@ def _forward_sigterm(torchrun: subprocess.Popen):
     on a large model). Before the ranks exist it goes to torchrun. Returns the previous
     handler (None when this is not the main thread)."""
 
+    from verimath.trainer.run.guard import children_of
+
     def forward(signum, frame) -> None:
         ranks = children_of(torchrun.pid)
         for pid in ranks or [torchrun.pid]:
@@ -130,25 +132,6 @@ def _forward_sigterm(torchrun: subprocess.Popen):
         return signal.signal(signal.SIGTERM, forward)
     except ValueError:
         return None
-
-
-def children_of(pid: int) -> list[int]:
-    """The live child processes of ``pid`` (from ``/proc``; empty where there is none)."""
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
-            found.append(int(entry))
-    return found
 
 
 def launched_by_verimath() -> bool:

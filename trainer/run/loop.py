@@ -109,15 +109,7 @@ def _generator_stopped(state: TrainState, failed: GeneratorFailed) -> Stopped:
     nothing (saving takes every rank, and the others wait for this one in a collective): it
     says why it stops, and torchrun ends the job."""
     comm = state.comm
-    if comm.enabled and failed.at_step_start:
-        path = save_state(state)
-        command = resume_command(state.run_dir, comm.world, local=comm.local_world or None)
-        message = (f"rank {comm.rank}: {failed}\nthe run stopped at step {state.step} with the "
-                   f"checkpoint {path}; continue with: {command}")
-        if not comm.is_main and failed.own:  # rank 0 speaks through the trainer's output
-            print(message, file=sys.stderr, flush=True)
-        return Stopped(message, exit_code=1)
-    if comm.enabled:
+    if comm.enabled and not failed.at_step_start:
         stopped = interrupted_message(state.run_dir, nproc=comm.world,
                                       local=comm.local_world or None)
         message = f"rank {comm.rank}: {failed}\n{stopped}"
@@ -125,10 +117,14 @@ def _generator_stopped(state: TrainState, failed: GeneratorFailed) -> Stopped:
             print(message, file=sys.stderr, flush=True)
         return Stopped(message, exit_code=1)
     path = save_state(state)
-    return Stopped(f"{failed}\nthe run stopped at step {state.step} with the checkpoint {path}; "
-                   f"continue with: "
-                   f"{resume_command(state.run_dir, comm.world, local=comm.local_world or None)}",
-                   exit_code=1)
+    command = resume_command(state.run_dir, comm.world, local=comm.local_world or None)
+    message = (f"{failed}\nthe run stopped at step {state.step} with the checkpoint {path}; "
+               f"continue with: {command}")
+    if comm.enabled:
+        message = f"rank {comm.rank}: {message}"
+        if not comm.is_main and failed.own:  # rank 0 speaks through the trainer's output
+            print(message, file=sys.stderr, flush=True)
+    return Stopped(message, exit_code=1)
 
 
 def _stop_if_asked(state: TrainState, stop: _StopRequest) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from verimath.trainer.settings.checks import require as _require
@@ -136,6 +137,14 @@ class AlgoConfig:
     def clip_range(self) -> tuple[float, float]:
         """``(eps_low, eps_high)`` actually used by the loss."""
         return self.eps_low, (self.eps_high if self.clip_higher else self.eps_low)
+
+    @property
+    def importance_cap(self) -> float:
+        """Truncation of the loss's importance weights: ``rollout_is_cap``; with
+        ``proximal_clip`` and no cap, none (inf); 0 leaves the weights off."""
+        if self.rollout_is_cap == 0 and self.proximal_clip:
+            return math.inf
+        return self.rollout_is_cap
 
     @property
     def aggregation(self) -> str:
