@@ -15,8 +15,10 @@ The schedule:
   for one of the size the sampler wants and waits for it (``async/wait_rollouts``);
 - once the step's groups are in hand (``after_collection``), requests for full rounds are
   sent until ``k`` times the rounds this step took (dynamic sampling may take several) are
-  waiting or in flight: they are generated during the update, by the policy the trainer
-  holds now (version ``s`` at step ``s``);
+  waiting or in flight, counting only rounds recent enough for the next step to train (one
+  left over from a step that took fewer rounds than the step before would only be dropped):
+  they are generated during the update, by the policy the trainer holds now (version ``s`` at
+  step ``s``);
 - when step ``s + 1`` starts (``start_step``), the updated weights go to the generator as
   version ``s + 1``. Weights and requests share one ordered pipe, so every round is sampled by a
   known version and a run is reproducible.
@@ -146,7 +148,7 @@ class AsyncEpisodeSource:
         self.full = int(source["num_problems"])
         self.version, self.sent_version, self.next_request = 0, None, 0
         self.waiting: deque[Round] = deque()  # received, not yet handed to a step
-        self.in_flight: deque[int] = deque()  # requests sent, rounds not received
+        self.in_flight: deque[tuple[int, int]] = deque()  # (request, version) not received
         self.handed: list[Round] = []  # handed to the step being collected
         self.stream: dict | None = None  # problem stream + RNG after the last round received
         self.stats = RoundStats()
@@ -184,12 +186,14 @@ class AsyncEpisodeSource:
 
     def after_collection(self) -> None:
         """The step's groups are in hand: start the next steps' rounds, sampled by the
-        current policy: ``async_steps`` times the rounds this step took, waiting or in flight."""
+        current policy, until ``async_steps`` times the rounds this step took are waiting or
+        in flight that the next step may still train (a round left over from an earlier
+        step, which the next step would drop as too old, does not count)."""
         self.rounds_per_step = max(1, len(self.handed))
         self.handed = []
         if self.failure is not None or not self.process.is_alive():
             return  # next_round reports it
-        while len(self.waiting) + len(self.in_flight) < self.async_steps * self.rounds_per_step:
+        while self._usable_ahead() < self.async_steps * self.rounds_per_step:
             self._request(self.full)
 
     def start_step(self, step: int, model) -> None:
@@ -219,7 +223,7 @@ class AsyncEpisodeSource:
                "async/wait_rollouts": m["wait_rollouts"],
                "async/wait_weights": m["idle"], "async/generator_busy": m["busy"],
                "async/rounds": m["rounds"],
-               "async/lookahead": float(len(self.waiting) + len(self.in_flight))}
+               "async/lookahead": float(self._usable_ahead())}
         self._reset_step_metrics()
         return out
 
@@ -319,17 +323,24 @@ class AsyncEpisodeSource:
         self.sender.send(("weights", self.version, buffer.getvalue()))
         self.sent_version = self.version
 
+    def _usable_ahead(self) -> int:
+        """Rounds waiting or in flight sampled recently enough for the next step (version
+        ``self.version + 1``) to train them."""
+        oldest = self.version + 1 - self.async_steps
+        return (sum(r.version >= oldest for r in self.waiting)
+                + sum(version >= oldest for _, version in self.in_flight))
+
     def _request(self, num_prompts: int) -> None:
         self._raise_if_failed()
         if self.sent_version != self.version:
             self._send_weights()
         request, self.next_request = self.next_request, self.next_request + 1
         self.sender.send(("generate", request, int(num_prompts), self.version))
-        self.in_flight.append(request)
+        self.in_flight.append((request, self.version))
 
     def _receive_round(self) -> None:
         rnd = Round.from_message(self._receive("round"))
-        expected = self.in_flight.popleft()
+        expected, _ = self.in_flight.popleft()
         if rnd.request != expected:
             raise GeneratorFailed(f"the rollout generator answered request {rnd.request}, "
                                   f"expected {expected}")
