@@ -19,7 +19,7 @@ update) / max(generate, update)`` from the synchronous run's own times.
 
 Usage::
 
-    python benchmarks/bench_async.py               # 3 seeds x 100 steps x 3 modes (hours on 2 cores)
+    python benchmarks/bench_async.py               # 3 seeds x 100 steps x 3 modes (~35 min on 2 free cores)
     python benchmarks/bench_async.py --quick       # 1 seed x 8 steps, shorter warm start (minutes)
     python benchmarks/bench_async.py --json out.json --seeds 0 1 --steps 20
     python benchmarks/bench_async.py --quick --engines vllm   # the vLLM rows only

