@@ -114,6 +114,25 @@ def test_shared_warm_start_runs_first_and_feeds_its_seed(tmp_path):
     assert run.model.path.endswith("warmstart/seed1/checkpoints/step_00000000/model")
 
 
+def test_given_warm_starts_replace_the_shared_one(tmp_path, capsys):
+    folder = tmp_path / "ws"
+    run_model = folder / "seed0" / "checkpoints" / "step_00000000" / "model"
+    run_model.mkdir(parents=True)  # seed 0: a run directory of optim.steps=0
+    (run_model / "config.json").write_text("{}")
+    (folder / "seed1").mkdir()  # seed 1: a model directory
+    (folder / "seed1" / "config.json").write_text("{}")
+    jobs = make_jobs("ablation", select_variants("cumulative")[:1], [0, 1], tmp_path / "out",
+                     [], config=load_config("ablation"), warm_starts=folder)
+    assert [j.name for j in jobs] == ["grpo/seed0", "grpo/seed1"]  # no warm start runs
+    paths = [load_config("ablation", j.overrides).model.path for j in jobs]
+    assert paths == [str(run_model.resolve()), str((folder / "seed1").resolve())]
+    assert all(load_config("ablation", j.overrides).warmstart.steps == 0 for j in jobs)
+    assert verimath(["ablate", "--warm-starts", str(folder), "--seeds", "0,2",
+                     "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "no model for seed 2" in err and str(folder / "seed2") in err
+
+
 def test_a_failed_run_is_reported_and_the_others_go_on(tmp_path, monkeypatch):
     jobs = [RunJob("a/seed0", tmp_path / "a" / "seed0", []),
             RunJob("b/seed0", tmp_path / "b" / "seed0", [])]

@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "one CPU)")
     parser.add_argument("--output", default=None, metavar="DIR",
                         help="output directory (default: ablations/<preset>-<family>)")
+    parser.add_argument("--warm-starts", default=None, metavar="DIR",
+                        help="start seed k's runs from DIR/seed<k> (a verimath train run "
+                             "with optim.steps=0, or a model directory) instead of a warm "
+                             "start of their own")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the runs and what each needs, run nothing")
     parser.add_argument("overrides", nargs="*", metavar="SECTION.KEY=VALUE",
@@ -116,7 +120,9 @@ def main(args: argparse.Namespace) -> int:
         if args.only:
             variants = only_variants(variants, args.only)
         output = Path(args.output or f"ablations/{Path(args.config).stem}-{args.family}")
-        jobs = make_jobs(args.config, variants, seeds, output, args.overrides, config=config)
+        warm_starts = Path(args.warm_starts) if args.warm_starts else None
+        jobs = make_jobs(args.config, variants, seeds, output, args.overrides, config=config,
+                         warm_starts=warm_starts)
         for job in jobs:
             plan_run(job, args.config)
     except (ValueError, OSError) as exc:

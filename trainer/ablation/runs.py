@@ -11,7 +11,9 @@ Layout of the output directory::
 Every run of a variant sets all five DAPO switches, ``optim.seed`` and ``data.seed``. When
 the config has a warm start for the built tiny model, it runs once per seed and every
 variant of that seed starts RL from its model (``model.path``, ``warmstart.steps=0``): the
-variants differ only after it, and it is not paid fourteen times.
+variants differ only after it, and it is not paid fourteen times. ``--warm-starts DIR`` takes
+them from ``DIR/seed<k>`` instead (warm starts made once, e.g. to a calibrated target, and
+reused by several ablations).
 
 :func:`plan_run` decides what a run directory needs: nothing (``done``: ``summary.json``
 is there and the config matches), ``resume`` (a checkpoint and a config that differs at
@@ -91,12 +93,28 @@ def check_overrides(overrides: list[str]) -> None:
                              "switches per variant, the seeds from --seeds); drop the override")
 
 
+def warm_start_model(folder: Path, seed: int) -> Path:
+    """The model that seed ``seed``'s runs start from in a ``--warm-starts`` folder:
+    ``<folder>/seed<k>`` as a run directory of ``verimath train optim.steps=0`` (its
+    ``checkpoints/step_00000000/model``) or as a model directory (a ``config.json``).
+    ValueError naming the paths looked at when neither is there."""
+    run = folder / f"seed{seed}"
+    for model in (run / FINAL_MODEL, run):
+        if (model / "config.json").is_file():
+            return model.resolve()
+    raise ValueError(f"--warm-starts {folder}: no model for seed {seed} (looked for "
+                     f"{run / FINAL_MODEL} and {run}, each a directory with a config.json)")
+
+
 def make_jobs(preset: str, variants: list[Variant], seeds: list[int], output: Path,
-              overrides: list[str], *, config) -> list[RunJob]:
-    """Warm-start jobs (when shared) and one job per variant and seed, in run order."""
+              overrides: list[str], *, config, warm_starts: Path | None = None) -> list[RunJob]:
+    """Warm-start jobs (when shared) and one job per variant and seed, in run order. With
+    ``warm_starts`` (a folder of per-seed warm starts made beforehand) every run of a seed
+    starts from that seed's model there and no warm start runs."""
     base = ["logging.progress=false", *overrides]
     warm: dict[int, RunJob] = {}
-    if has_shared_warmstart(config):
+    given = {seed: warm_start_model(warm_starts, seed) for seed in seeds} if warm_starts else {}
+    if has_shared_warmstart(config) and not given:
         for seed in seeds:
             warm[seed] = RunJob(f"{WARMSTART_DIR}/seed{seed}",
                                 output / WARMSTART_DIR / f"seed{seed}",
@@ -106,8 +124,8 @@ def make_jobs(preset: str, variants: list[Variant], seeds: list[int], output: Pa
     for variant in variants:
         for seed in seeds:
             start = []
-            if seed in warm:
-                model = (warm[seed].run_dir / FINAL_MODEL).resolve()
+            if seed in warm or seed in given:
+                model = given.get(seed) or (warm[seed].run_dir / FINAL_MODEL).resolve()
                 start = [f"model.path={model}", "warmstart.steps=0"]
             job = RunJob(f"{variant.name}/seed{seed}", output / variant.name / f"seed{seed}",
                          [*base, *variant.overrides(), *seed_overrides(seed), *start])
