@@ -18,8 +18,9 @@ from verimath.trainer.ablation.mechanisms import (
 
 
 def _step(step, *, entropy, length, truncated, wrong, acc=0.5, kept=4, generated=8,
-          tokens=1000):
+          tokens=1000, clip_high=0.0):
     return {"step": step, "compute/generated_tokens": tokens, "policy/entropy": entropy,
+            "clip/frac_high": clip_high,
             "length/mean": length, "length/truncated_frac": truncated,
             "length/wrong_mean": wrong, "reward/accuracy": acc,
             "sampling/kept_groups": kept, "sampling/generated_groups": generated}
@@ -27,7 +28,8 @@ def _step(step, *, entropy, length, truncated, wrong, acc=0.5, kept=4, generated
 
 def test_one_run_worked_by_hand():
     records = [{"step": 0, "eval/avg@4": 0.3}]  # the evaluation record counts for nothing
-    records += [_step(1, entropy=0.4, length=60, truncated=0.5, wrong=90, kept=8, generated=8),
+    records += [_step(1, entropy=0.4, length=60, truncated=0.5, wrong=90, kept=8, generated=8,
+                      clip_high=0.02),
                 _step(2, entropy=0.3, length=62, truncated=0.25, wrong=80, kept=4, generated=16),
                 _step(3, entropy=0.2, length=64, truncated=0.0, wrong=0, acc=1.0, kept=0,
                       generated=8, tokens=400),
@@ -36,6 +38,7 @@ def test_one_run_worked_by_hand():
     assert m["entropy"] == pytest.approx(0.1)  # last quarter of 4 steps: the last one
     assert m["length"] == pytest.approx(66)
     assert m["truncated"] == pytest.approx(0.25)  # (0.5 + 0.25 + 0 + 0.25) / 4
+    assert m["clip_high"] == pytest.approx(0.005)  # (0.02 + 0 + 0 + 0) / 4
     assert m["wrong_length"] == pytest.approx(80)  # the all-right step has no wrong ones
     assert m["kept_frac"] == pytest.approx(20 / 40)
     assert m["tokens_per_step"] == pytest.approx(3400 / 4)

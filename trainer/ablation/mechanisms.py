@@ -6,6 +6,8 @@ Accuracy says whether a control helped; these metrics say through what (Yu et al
 mechanism           per run (from ``metrics.jsonl``)                the control it answers to
 ==================  ==============================================  ===========================
 ``entropy``         ``policy/entropy``, mean of the last quarter    clip-higher (collapse)
+``clip_high``       ``clip/frac_high``, mean of all steps            clip-higher (how often the
+                                                                    upper bound binds at all)
 ``length``          ``length/mean``, mean of the last quarter       overlong shaping
 ``truncated``       ``length/truncated_frac``, mean of all steps     overlong filter / soft
 ``wrong_length``    ``length/wrong_mean``, mean of all steps         token-level loss
@@ -30,13 +32,15 @@ from verimath.trainer.ablation.stats import t_interval
 
 MECHANISMS = {
     "entropy": "entropy (last quarter)",
+    "clip_high": "tokens at the upper clip % (all steps)",
     "length": "length, tokens (last quarter)",
     "truncated": "truncated % (all steps)",
     "wrong_length": "wrong responses' length (all steps)",
     "kept_frac": "kept / generated groups %",
     "tokens_per_step": "generated tokens per step",
 }
-PERCENT = ("truncated", "kept_frac")
+PERCENT = ("clip_high", "truncated", "kept_frac")
+DIGITS = {"entropy": 3, "clip_high": 2}
 CURVES = (("eval", "held-out avg@k (%)"), ("policy/entropy", "policy entropy"),
           ("length/mean", "response length (tokens)"),
           ("length/truncated_frac", "truncated responses (%)"))
@@ -62,8 +66,10 @@ def run_mechanisms(records: list[dict]) -> dict[str, float]:
     wrong = [r["length/wrong_mean"] for r in steps
              if "length/wrong_mean" in r and r.get("reward/accuracy", 0.0) < 1.0]
     truncated = _series(steps, "length/truncated_frac")
+    clip_high = _series(steps, "clip/frac_high")
     return {
         "entropy": _tail_mean(_series(steps, "policy/entropy")),
+        "clip_high": float(np.mean(clip_high)) if clip_high else math.nan,
         "length": _tail_mean(_series(steps, "length/mean")),
         "truncated": float(np.mean(truncated)) if truncated else math.nan,
         "wrong_length": float(np.mean(wrong)) if wrong else math.nan,
@@ -96,7 +102,7 @@ def mechanism_rows(per_run: dict[str, dict[int, dict[str, float]]], labels: dict
 
 def _cell(row: dict, key: str) -> str:
     scale = 100.0 if key in PERCENT else 1.0
-    digits = 3 if key == "entropy" else 1
+    digits = DIGITS.get(key, 1)
     mean = row[key]
     if math.isnan(mean):
         return "n/a"
@@ -121,7 +127,8 @@ def mechanisms_table(rows: list[dict]) -> str:
     lines += ["", "Each cell: the mean over seeds, then the change against the variant's "
               "reference (DAPO for DAPO minus one control, else GRPO) paired by seed, with "
               "its 95% interval. Entropy and length: mean of the last quarter of the steps; "
-              "truncation and the wrong responses' length: mean of every step."]
+              "the upper clip, truncation and the wrong responses' length: mean of every "
+              "step."]
     return "\n".join(lines) + "\n"
 
 
