@@ -140,7 +140,9 @@ def test_a_bracketed_rule_needs_its_pieces_and_one_check():
     for bad, field in [({"fine_every": -1}, "warmstart.fine_every"),
                        ({"fine_every": 2, "target_checks": 2}, "warmstart.target_checks"),
                        ({"fine_probe_problems": 50}, "warmstart.fine_probe_problems"),
-                       ({"fine_tolerance": -0.1}, "warmstart.fine_tolerance")]:
+                       ({"fine_tolerance": -0.1}, "warmstart.fine_tolerance"),
+                       ({"noise_after": 0.1}, "warmstart.noise_after"),  # no target
+                       ({"noise_after": 0.5, "target_accuracy": 0.3}, "warmstart.noise_after")]:
         with pytest.raises(ValueError, match=field):
             WarmstartConfig(**bad)
 
@@ -167,6 +169,34 @@ def test_a_restored_snapshot_retraces_the_same_training():
         trainer.step()
     assert trainer.position == 4
     assert all(torch.equal(v, first[k]) for k, v in model.state_dict().items())
+
+
+def test_noise_after_trains_clean_until_a_check_reaches_it_and_a_restore_keeps_that(
+        monkeypatch):
+    from verimath.trainer.model import warmstart as module
+
+    used, real = [], module.noisy_solutions
+    def recording(problems, *, noise, **kwargs):
+        used.append(noise)
+        return real(problems, noise=noise, **kwargs)
+
+    monkeypatch.setattr(module, "noisy_solutions", recording)
+    model = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=1, num_heads=2, seed=0)
+    scores, said = iter([0.1, 0.3, 0.6]), []
+    out = warmstart(model, TOKENIZER, family="Chain", level=1, seed=3, excluded=set(),
+                    steps=20, batch_size=4, lr=1e-2, template="{prompt}\n",
+                    use_chat_template=False, answer_prefix="", targets="solution", noise=1.0,
+                    noise_after=0.25, stop=StopRule(0.5, 2, 1), evaluate=lambda: next(scores),
+                    echo=said.append)
+    assert out["warmstart/steps"] == 6.0
+    assert used == [0.0] * 4 + [1.0] * 2  # the check at step 4 read 0.3 >= 0.25
+    assert "warm start step 4: noisy targets (1) from the next step on" in said[2]
+    trainer = _trainer(model)
+    trainer.noisy = False
+    snap = trainer.snapshot()
+    trainer.noisy = True
+    trainer.restore(snap)
+    assert trainer.noisy is False
 
 
 class Progress:

@@ -156,8 +156,9 @@ class SupervisedTrainer:
     def __init__(self, model, tokenizer, *, generator, seed: int, level: int, batch_size: int,
                  lr: float, template: str, use_chat_template: bool, answer_prefix: str,
                  noise: float, targets: str, flaws: tuple[str, ...] = ("slip",),
-                 progress=None) -> None:
+                 noisy: bool = True, progress=None) -> None:
         self.model, self.tokenizer, self.generator = model, tokenizer, generator
+        self.noisy = noisy  # False: clean targets until set (warmstart.noise_after)
         self.flaws = tuple(flaws)
         self.seed, self.level, self.batch_size, self.noise = seed, level, batch_size, noise
         self.pairs = {"template": template, "use_chat_template": use_chat_template,
@@ -175,11 +176,11 @@ class SupervisedTrainer:
         self.index += self.batch_size
         self.position += 1
         answers = solutions = None
+        noise = self.noise if self.noisy else 0.0
         if self.pairs["targets"] == "solution":
-            solutions = noisy_solutions(problems, noise=self.noise, flaws=self.flaws,
-                                        rng=self.rng)
+            solutions = noisy_solutions(problems, noise=noise, flaws=self.flaws, rng=self.rng)
         else:
-            answers = noisy_answers([p.answer for p in problems], noise=self.noise, rng=self.rng)
+            answers = noisy_answers([p.answer for p in problems], noise=noise, rng=self.rng)
         prompts, target_ids = supervised_pairs(problems, self.tokenizer, answers=answers,
                                                solutions=solutions, **self.pairs)
         ids, attention, mask = pack_sequences(prompts, target_ids, pad_id=self.pad_id)
@@ -198,13 +199,14 @@ class SupervisedTrainer:
         return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
                 "optimizer": copy.deepcopy(self.optimizer.state_dict()),
                 "rng": copy.deepcopy(self.rng.bit_generator.state), "index": self.index,
-                "position": self.position, "loss": self.loss}
+                "position": self.position, "loss": self.loss, "noisy": self.noisy}
 
     def restore(self, snap: dict) -> None:
         self.model.load_state_dict(snap["model"])
         self.optimizer.load_state_dict(copy.deepcopy(snap["optimizer"]))
         self.rng.bit_generator.state = copy.deepcopy(snap["rng"])
         self.index, self.position, self.loss = snap["index"], snap["position"], snap["loss"]
+        self.noisy = snap["noisy"]
         if self.progress is not None:
             self.progress.n = self.position
             self.progress.refresh()
@@ -214,7 +216,7 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
               skip_containing: tuple[str, ...] = (), steps: int, batch_size: int, lr: float,
               template: str, use_chat_template: bool, answer_prefix: str, noise: float = 0.0,
               targets: str = "answer", flaws: tuple[str, ...] = ("slip",),
-              stop: StopRule = NO_TARGET,
+              noise_after: float = 0.0, stop: StopRule = NO_TARGET,
               evaluate: Callable[[], float] | None = None,
               evaluate_fine: Callable[[], float] | None = None,
               echo: Callable[[str], None] = print, progress=None) -> dict[str, float]:
@@ -223,7 +225,8 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
     larger probe of a bracketed stop); returns the steps run, final loss and time (with a
     ``stop`` target also whether it was reached and the kept weights' probe accuracy).
     ``noise`` as in :func:`noisy_answers` (answer targets) or :func:`noisy_solutions`
-    (solution targets, with ``flaws``)."""
+    (solution targets, with ``flaws``), from the first step, or with ``noise_after > 0`` from
+    the step after the first probe check at or above ``noise_after``."""
     if steps <= 0:
         return {"warmstart/steps": 0.0}
     if stop.target is not None and evaluate is None:
@@ -234,7 +237,7 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
                                                        skip_containing=skip_containing),
         seed=seed, level=level, batch_size=batch_size, lr=lr, template=template,
         use_chat_template=use_chat_template, answer_prefix=answer_prefix, noise=noise,
-        targets=targets, flaws=flaws, progress=progress)
+        targets=targets, flaws=flaws, noisy=noise_after <= 0, progress=progress)
     model.train()
 
     def check(probe: Callable[[], float], name: str) -> Callable[[], float]:
@@ -244,6 +247,11 @@ def warmstart(model, tokenizer, *, family: str, level: int, seed: int, excluded:
                 else f" on {stop.checks} checks in a row"
             echo(f"warm start step {trainer.position}: {name}accuracy {accuracy:.3f} "
                  f"(target {stop.target:g}{rule})")
+            if not trainer.noisy and accuracy >= noise_after:  # a snapshot after it keeps it
+                trainer.noisy = True
+                if noise > 0:
+                    echo(f"warm start step {trainer.position}: noisy targets ({noise:g}) from "
+                         f"the next step on (probe accuracy >= {noise_after:g})")
             return accuracy
         return run
 

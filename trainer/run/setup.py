@@ -221,7 +221,7 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
         skip_containing=cfg.data.skip_containing, steps=ws.steps,
         batch_size=ws.batch_size, lr=ws.lr, template=cfg.model.prompt_template,
         use_chat_template=cfg.model.use_chat_template, answer_prefix=ws.answer_prefix,
-        noise=ws.noise, targets=ws.targets, flaws=ws.flaws,
+        noise=ws.noise, targets=ws.targets, flaws=ws.flaws, noise_after=ws.noise_after,
         stop=StopRule(ws.target_accuracy, ws.eval_every, ws.target_checks, ws.near_every,
                       ws.fine_every, ws.fine_tolerance),
         evaluate=evaluate, evaluate_fine=evaluate_fine, echo=echo, progress=bar)
