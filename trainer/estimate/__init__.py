@@ -1,1 +1,1 @@
-"""`verimath train --estimate`: memory per GPU and time per step from a model's shape (`budget`), and its command (`cli`)."""
+"""`verimath train --estimate`: memory per GPU and time per step (`budget`) from a model's shape and a GPU (`shapes`), and its command (`cli`)."""

@@ -5,7 +5,7 @@
     verimath train --config my.yaml --estimate --model-shape Qwen2.5-1.5B --gpu A100
 
 The model's shape comes from ``--model-shape`` (a name of
-:data:`~verimath.trainer.estimate.budget.KNOWN_SHAPES`, a ``config.json`` or a model directory),
+:data:`~verimath.trainer.estimate.shapes.KNOWN_SHAPES`, a ``config.json`` or a model directory),
 else ``model.path``'s ``config.json`` (a hub id's from huggingface_hub's cache, fetching that
 file alone when online), else the preset's model (the ``dapo-qwen2.5-*``
 presets), else the tiny model the config builds in code. The run's sizes are unpacked from
