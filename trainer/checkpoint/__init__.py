@@ -1,1 +1,1 @@
-"""Checkpoints: atomic files on disk (`files`), a run's full state in them (`run_state`), and sharded multi-rank checkpoints (`sharded`)."""
+"""Checkpoints: atomic files on disk (`files`), their names and search (`layout`), the RNG states they keep (`rng`), a run's full state in them (`run_state`), and sharded multi-rank checkpoints (`sharded`)."""

@@ -21,6 +21,10 @@ Atomicity: everything is written into a hidden temporary directory next to the f
 mid-write leaves at worst a hidden ``.step_*.tmp-*`` directory, never a partial
 ``step_*``; ``latest_checkpoint`` only returns directories whose manifest exists.
 All ``.pt`` files are read back with ``torch.load(weights_only=True)``.
+
+The names and the search for complete checkpoints (:func:`latest_checkpoint`,
+:func:`resolve_checkpoint`, ...) live in :mod:`verimath.trainer.checkpoint.layout`, the RNG
+states in :mod:`verimath.trainer.checkpoint.rng`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -28,30 +32,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import random
-import re
 import shutil
 import tempfile
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
+from verimath.trainer.checkpoint.layout import (
+    FORMAT_VERSION,
+    MANIFEST,
+    checkpoint_name,
+    is_checkpoint,
+    latest_checkpoint,
+    list_checkpoints,
+    resolve_checkpoint,
+)
+from verimath.trainer.checkpoint.rng import rng_state, set_rng_state
 
 __all__ = ["MANIFEST", "checkpoint_name", "is_checkpoint", "latest_checkpoint",
            "list_checkpoints", "load_checkpoint", "resolve_checkpoint", "save_checkpoint"]
-
-FORMAT_VERSION = 1
-MANIFEST = "checkpoint.json"
-_NAME = re.compile(r"^step_(\d+)$")
-
-
-def checkpoint_name(step: int) -> str:
-    """Directory name of the checkpoint of ``step``: ``step_00000042``."""
-    return f"step_{int(step):08d}"
 
 
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -73,47 +74,6 @@ def _config_dict(config) -> dict:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"config must be JSON-serializable for config.json: {exc}") from None
     return dict(config)
-
-
-def rng_state() -> dict[str, Any]:
-    np_state = np.random.get_state(legacy=False)
-    state = {
-        "python": random.getstate(),
-        "numpy": {
-            "bit_generator": np_state["bit_generator"],
-            "key": torch.from_numpy(np_state["state"]["key"].astype(np.int64)),
-            "pos": int(np_state["state"]["pos"]),
-            "has_gauss": int(np_state["has_gauss"]),
-            "gauss": float(np_state["gauss"]),
-        },
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: Mapping[str, Any]) -> None:
-    random.setstate(state["python"])
-    npst = state["numpy"]
-    np.random.set_state(
-        {
-            "bit_generator": npst["bit_generator"],
-            "state": {"key": npst["key"].numpy().astype(np.uint32), "pos": npst["pos"]},
-            "has_gauss": npst["has_gauss"],
-            "gauss": npst["gauss"],
-        }
-    )
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        if len(state["cuda"]) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(state["cuda"])
-        else:
-            warnings.warn(
-                f"checkpoint holds {len(state['cuda'])} CUDA RNG states but "
-                f"{torch.cuda.device_count()} devices are visible; CUDA RNG not restored",
-                stacklevel=3,
-            )
 
 
 def write_json(path: Path, value) -> None:
@@ -245,50 +205,6 @@ def move_into_place(tmp: Path, final: Path) -> None:
     os.rename(final, trash / final.name)
     os.rename(tmp, final)
     shutil.rmtree(trash, ignore_errors=True)
-
-
-def is_checkpoint(path: str | os.PathLike) -> bool:
-    """True for a complete checkpoint directory (its manifest exists)."""
-    return (Path(path) / MANIFEST).is_file()
-
-
-def list_checkpoints(directory: str | os.PathLike) -> list[Path]:
-    """Complete checkpoints directly under ``directory``, oldest step first."""
-    root = Path(directory)
-    if not root.is_dir():
-        return []
-    found = []
-    for child in root.iterdir():
-        match = _NAME.match(child.name)
-        if match and child.is_dir() and is_checkpoint(child):
-            found.append((int(match.group(1)), child))
-    return [path for _, path in sorted(found)]
-
-
-def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
-    """The complete checkpoint of the highest step directly under ``run_dir``, or None."""
-    found = list_checkpoints(run_dir)
-    return found[-1] if found else None
-
-
-def resolve_checkpoint(path: str | os.PathLike) -> Path:
-    """What ``--resume PATH`` means: PATH itself when it is a checkpoint, else the latest
-    checkpoint in PATH, else in PATH/checkpoints.
-
-    Raises:
-        FileNotFoundError: none of those holds a complete checkpoint.
-    """
-    path = Path(path)
-    if is_checkpoint(path):
-        return path
-    for root in (path, path / "checkpoints"):
-        latest = latest_checkpoint(root)
-        if latest is not None:
-            return latest
-    raise FileNotFoundError(
-        f"no complete checkpoint at {path} (looked for {MANIFEST} in it, in its step_* "
-        "subdirectories and in checkpoints/step_*)"
-    )
 
 
 def _load_pt(path: Path, what: str, map_location):

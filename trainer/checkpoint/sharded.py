@@ -25,18 +25,14 @@ import time
 from pathlib import Path
 
 import torch
-from verimath.trainer.checkpoint.files import (
+from verimath.trainer.checkpoint.files import fsync, fsync_tree, move_into_place, write_json
+from verimath.trainer.checkpoint.layout import (
     FORMAT_VERSION,
     MANIFEST,
     checkpoint_name,
-    fsync,
-    fsync_tree,
     list_checkpoints,
-    move_into_place,
-    rng_state,
-    set_rng_state,
-    write_json,
 )
+from verimath.trainer.checkpoint.rng import rng_state, set_rng_state
 from verimath.trainer.model.lora import (
     ADAPTER_DIR,
     MergedModel,
