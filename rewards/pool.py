@@ -24,9 +24,11 @@ too, the item counts as incorrect (``(False, False)``) and a warning is logged o
 ``verimath.rewards.pool`` logger. Timeouts are not retried: the same item would time out again. The pool is thread-safe: any number of threads may
 call ``verify`` at once, and they share the ``workers`` processes.
 
-Imports go one way: ``batch -> pool -> pool_worker -> equivalence``; batch scoring on a
-given pool is ``score_batch(..., pool=pool)``. The child side (zygote and workers) lives in
-``pool_worker.py``. POSIX only (it needs
+Imports go one way: ``batch -> pool -> pool_processes -> pool_worker -> equivalence``; batch
+scoring on a given pool is ``score_batch(..., pool=pool)``. This module schedules items onto
+workers, times them out and caches verdicts; the parent side of the processes (launching the
+zygote, forking and killing workers, closing) lives in ``pool_processes.py``, the child side
+(zygote and workers) in ``pool_worker.py``. POSIX only (it needs
 ``fork`` and descriptor passing over Unix sockets).
 """
 
@@ -35,9 +37,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -45,12 +44,8 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 
-from verimath.rewards.pool_worker import KILL, SPAWN
+from verimath.rewards.pool_processes import PoolProcesses, Worker
 
-_ZYGOTE_CODE = (
-    "import sys; from verimath.rewards.pool_worker import zygote_main; "
-    "zygote_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
-)
 _DEFAULT_MEMORY_MB = 4096
 _LOG = logging.getLogger(__name__)
 
@@ -67,61 +62,6 @@ def _verdict_path(verdict) -> str:
         )
     return f"{module}:{qualname}"
 
-
-class _Worker:
-    __slots__ = ("pid", "conn")
-
-    def __init__(self, pid: int, conn: Connection):
-        self.pid = pid
-        self.conn = conn
-
-
-class _State:
-    """Everything the pool owns; separate from ScoringPool so a finalizer can close it."""
-
-    def __init__(self, workers: int, memory_limit_mb: int, verdict_path: str):
-        self.workers = workers
-        self.memory_limit_mb = memory_limit_mb
-        self.verdict_path = verdict_path
-        self.cond = threading.Condition()
-        self.spawn_lock = threading.Lock()
-        self.idle: list[_Worker] = []
-        self.live: set[_Worker] = set()
-        self.slots = 0  # live workers plus workers being spawned
-        self.zygote: subprocess.Popen | None = None
-        self.control: socket.socket | None = None
-        self.closed = False
-
-    def kill(self, worker: _Worker) -> None:
-        """Have the zygote SIGKILL and reap ``worker`` (only it may: it owns the pid)."""
-        worker.conn.close()
-        with self.spawn_lock:
-            if self.control is not None and self.control.fileno() >= 0:
-                try:
-                    self.control.sendall(KILL + worker.pid.to_bytes(8, "little"))
-                except OSError:
-                    pass  # the zygote is gone, and its workers died with it
-
-    def close(self) -> None:
-        """Close idle pipes, then the control socket: the zygote kills and reaps every worker."""
-        with self.cond:
-            if self.closed:
-                return
-            self.closed = True
-            idle = list(self.idle)
-            self.idle.clear()
-            self.cond.notify_all()
-        for worker in idle:
-            worker.conn.close()
-        with self.spawn_lock:
-            if self.control is not None:
-                self.control.close()
-            if self.zygote is not None:
-                try:
-                    self.zygote.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.zygote.kill()
-                    self.zygote.wait()
 
 
 class ScoringPool:
@@ -161,13 +101,13 @@ class ScoringPool:
             raise ValueError(f"memory_limit_mb must be >= 0 (0 = no limit), got {memory_limit_mb}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be >= 0 (0 = no cache), got {cache_size!r}")
-        self._state = _State(workers, memory_limit_mb, _verdict_path(verdict))
+        self._state = PoolProcesses(workers, memory_limit_mb, _verdict_path(verdict))
         self._cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self._ids = itertools.count()
         self._pid = os.getpid()
-        self._finalizer = weakref.finalize(self, _State.close, self._state)
+        self._finalizer = weakref.finalize(self, PoolProcesses.close, self._state)
 
     @property
     def workers(self) -> int:
@@ -211,7 +151,7 @@ class ScoringPool:
         keys = [(str(pred), str(gold)) for pred, gold in pairs]
         results = self._recall(keys)
         queue = deque(i for i, got in enumerate(results) if got is None)
-        inflight: dict[Connection, tuple[_Worker, int, int, float]] = {}
+        inflight: dict[Connection, tuple[Worker, int, int, float]] = {}
         answered: set[int] = set()  # items a worker really answered (not crashed or timed out)
         retried: set[int] = set()
         try:
@@ -294,7 +234,7 @@ class ScoringPool:
             self._discard(worker)
         return crashed
 
-    def _acquire(self, *, block: bool) -> _Worker | None:
+    def _acquire(self, *, block: bool) -> Worker | None:
         state = self._state
         with state.cond:
             while True:
@@ -312,7 +252,7 @@ class ScoringPool:
                     return None
                 state.cond.wait()
         try:
-            worker = self._spawn()
+            worker = state.spawn()
         except BaseException:
             with state.cond:
                 state.slots -= 1
@@ -325,17 +265,17 @@ class ScoringPool:
                 raise RuntimeError("this ScoringPool was closed while verifying")
         return worker
 
-    def _release(self, worker: _Worker) -> None:
+    def _release(self, worker: Worker) -> None:
         with self._state.cond:
             if worker in self._state.live:
                 self._state.idle.append(worker)
                 self._state.cond.notify()
 
-    def _discard(self, worker: _Worker) -> None:
+    def _discard(self, worker: Worker) -> None:
         with self._state.cond:
             self._retire(worker)
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: Worker) -> None:
         """Kill ``worker`` and free its slot; the caller holds ``state.cond``."""
         state = self._state
         state.kill(worker)
@@ -343,42 +283,6 @@ class ScoringPool:
             state.live.discard(worker)
             state.slots -= 1
             state.cond.notify()
-
-    def _spawn(self) -> _Worker:
-        state = self._state
-        with state.spawn_lock:
-            if state.closed:
-                raise RuntimeError("this ScoringPool is closed")
-            if state.zygote is None or state.zygote.poll() is not None:
-                self._start_zygote()
-            try:
-                state.control.sendall(SPAWN + bytes(8))
-                msg, fds, _, _ = socket.recv_fds(state.control, 8, 1)
-            except OSError as exc:
-                raise RuntimeError(f"the scoring pool's zygote process failed: {exc}") from exc
-            if len(msg) != 8 or len(fds) != 1:
-                state.zygote.kill()
-                state.zygote.wait()
-                raise RuntimeError("the scoring pool's zygote process died while starting a worker")
-            return _Worker(int.from_bytes(msg, "little"), Connection(fds[0]))
-
-    def _start_zygote(self) -> None:
-        state = self._state
-        if state.control is not None:
-            state.control.close()
-        ours, theirs = socket.socketpair()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        state.zygote = subprocess.Popen(
-            [
-                sys.executable, "-c", _ZYGOTE_CODE,
-                str(theirs.fileno()), str(state.memory_limit_mb), state.verdict_path,
-            ],
-            pass_fds=(theirs.fileno(),),
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-        theirs.close()
-        state.control = ours
 
 
 def _usable_cpus() -> int:
