@@ -121,9 +121,9 @@ def test_every_verimath_name_the_runner_imports_exists():
     import ast
     import importlib
 
-    tree = ast.parse((ROOT / "benchmarks" / "vs_trl_runs.py").read_text())
-    imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-               and (node.module or "").startswith("verimath")]
+    trees = [ast.parse(path.read_text()) for path in (ROOT / "benchmarks").glob("vs_trl_*.py")]
+    imports = [node for tree in trees for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("verimath")]
     assert imports
     for node in imports:
         module = importlib.import_module(node.module)
