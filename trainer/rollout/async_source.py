@@ -49,6 +49,10 @@ found dead when a step starts stops every rank there (they decide together), wit
 checkpoint; one found dead within a step stops its rank at once, without a new checkpoint
 (saving one takes every rank, and the others wait in a collective), and torchrun ends the job
 (:func:`verimath.trainer.run.loop.train`).
+
+The pipes to the generator process, the rounds that come back (:class:`Round`) and the
+failures seen on them (:class:`GeneratorFailed`) live in
+:mod:`verimath.trainer.rollout.async_link`; both names are re-exported here.
 """
 
 from __future__ import annotations
@@ -58,58 +62,14 @@ import io
 import pickle
 import time
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
-from verimath.trainer.rollout.async_worker import Sender, WorkerSpec, start_worker
+from verimath.trainer.rollout.async_link import GeneratorFailed, GeneratorLink, Round
+from verimath.trainer.rollout.async_worker import WorkerSpec, start_worker
 from verimath.trainer.rollout.episodes import Group, RoundStats
 from verimath.trainer.rollout.factory import async_worker_options
 
 __all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "make_async_source"]
-
-POLL_SECONDS = 0.2
-STOP_SECONDS = 5.0
-
-
-class GeneratorFailed(RuntimeError):
-    """The rollout generator process raised an exception or died. ``at_step_start``: raised
-    by ``start_step`` on every rank at once (the ranks agreed; none has begun the step);
-    ``own``: this rank's generator failed (False: another rank's did)."""
-
-    def __init__(self, message: str, *, at_step_start: bool = False, own: bool = True) -> None:
-        super().__init__(message)
-        self.at_step_start, self.own = at_step_start, own
-
-
-@dataclass
-class Round:
-    """One scored generation round from the generator, with the version that sampled it."""
-
-    request: int
-    version: int
-    groups: list[Group]
-    correct: np.ndarray
-    """``(P, G)`` bool."""
-    stats: RoundStats
-    seconds: float = 0.0
-    """Generator seconds spent on it (sampling, scoring, log-probs)."""
-    idle: float = 0.0
-    """Generator seconds spent waiting for a message before it (for weights or work)."""
-
-    @classmethod
-    def from_message(cls, d: dict) -> Round:
-        groups = [Group.from_dict(g) for g in d["groups"]]
-        for g in groups:
-            g.step = int(d["version"])
-        correct = np.asarray(d["correct"], dtype=bool).reshape(len(groups), -1)
-        return cls(request=int(d["request"]), version=int(d["version"]), groups=groups,
-                   correct=correct, stats=RoundStats(**d["stats"]),
-                   seconds=float(d.get("seconds", 0.0)), idle=float(d.get("idle", 0.0)))
-
-    def to_dict(self) -> dict:
-        return {"request": self.request, "version": self.version,
-                "groups": [g.to_dict() for g in self.groups],
-                "correct": self.correct.tolist(), "stats": dataclasses.asdict(self.stats)}
 
 
 def check_async(config, comm=None) -> None:
@@ -139,10 +99,8 @@ class AsyncEpisodeSource:
                           seed=seed, batch_size=batch_size, threads=threads,
                           reward_workers=reward_workers, fail_after=fail_after,
                           **(worker or {}))  # engine and placement (rollout.factory)
-        self.process = start_worker()
-        self.inbox, my_outbox = self.process.inbox, self.process.outbox
-        self.sender = Sender(my_outbox)
-        self.sender.send(spec)
+        self.link = GeneratorLink(start_worker())
+        self.link.send(spec)
         self.policy, self.async_steps, self.echo = model, int(async_steps), echo
         self.comm = comm  # several ranks: the staleness and drop counts of all of them
         self.full = int(source["num_problems"])
@@ -153,8 +111,6 @@ class AsyncEpisodeSource:
         self.stream: dict | None = None  # problem stream + RNG after the last round received
         self.stats = RoundStats()
         self._last_stream: dict | None = None
-        self.failure: GeneratorFailed | None = None
-        self.closed = False
         self.received_groups = 0
         self.rounds_per_step = 1
         self._reset_step_metrics()
@@ -191,7 +147,7 @@ class AsyncEpisodeSource:
         step, which the next step would drop as too old, does not count)."""
         self.rounds_per_step = max(1, len(self.handed))
         self.handed = []
-        if self.failure is not None or not self.process.is_alive():
+        if self.link.failure is not None or not self.process.is_alive():
             return  # next_round reports it
         while self._usable_ahead() < self.async_steps * self.rounds_per_step:
             self._request(self.full)
@@ -202,7 +158,7 @@ class AsyncEpisodeSource:
         self.version, self.policy = int(step), model
         if self.comm is not None and self.comm.enabled:
             self._stop_if_any_generator_failed()
-        if self.failure is None and self.sent_version != self.version:
+        if self.link.failure is None and self.sent_version != self.version:
             self._send_weights()
 
     def step_metrics(self, trained: list[Group]) -> dict[str, float]:
@@ -234,11 +190,11 @@ class AsyncEpisodeSource:
     def state_dict(self) -> dict:
         """The rounds not yet trained and the generator's stream (see the module
         docstring); the rounds handed to an unfinished step count as not trained."""
-        if self.failure is None and self.process.is_alive():
+        if self.link.failure is None and self.process.is_alive():
             try:
                 while self.in_flight:
                     self._receive_round()
-                self.sender.send(("state",))
+                self.link.send(("state",))
                 self.stream = self._receive("state")
             except GeneratorFailed:
                 pass  # the stream of the last round received
@@ -254,28 +210,23 @@ class AsyncEpisodeSource:
         trained) or a synchronous one (its problem stream; the RNG starts anew)."""
         saved = state.get("async")
         if saved is None:
-            self.sender.send(("load", state, None))
+            self.link.send(("load", state, None))
             return
         self.version = int(saved["version"])
         self.stream = saved["stream"]
         if self.stream is not None:
-            self.sender.send(("load", self.stream["episodes"], self.stream["rng"]))
+            self.link.send(("load", self.stream["episodes"], self.stream["rng"]))
         self.waiting = deque(Round.from_message({**r, "seconds": 0.0, "idle": 0.0})
                              for r in saved["rounds"])
 
     def close(self) -> None:
         """Stop the generator (at once when it does not answer) and its pipes; idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        if self.process.is_alive():
-            self.sender.send(("stop",))
-        self.sender.close(timeout=1.0)
-        self.process.join(STOP_SECONDS)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(STOP_SECONDS)
-        self.inbox.close()
+        self.link.close()
+
+    @property
+    def process(self):
+        """The generator process (``pid``, ``is_alive``)."""
+        return self.link.process
 
     def __enter__(self) -> AsyncEpisodeSource:
         return self
@@ -295,24 +246,24 @@ class AsyncEpisodeSource:
         same point: a rank that went on alone would run the weight gather of a sharded policy
         (a collective) while another ran the next one, and both would wait forever."""
         comm = self.comm
-        failed = self.failure is not None or not self.process.is_alive()
+        failed = self.link.failure is not None or not self.process.is_alive()
         flags = comm.all_sum(np.eye(comm.world)[comm.rank] * failed)
         ranks = [r for r, flag in enumerate(flags) if flag > 0]
         if not ranks:
             return
         if not failed:
-            self.failure = GeneratorFailed(
+            self.link.failure = GeneratorFailed(
                 f"the rollout generator process of rank {', '.join(map(str, ranks))} failed "
                 "(that rank says why)", at_step_start=True, own=False)
-            raise self.failure
+            raise self.link.failure
         try:
-            self._raise_if_failed()
+            self.link.raise_if_failed()
             while self.in_flight:  # the rounds it sent before it died, or its last words
                 self._receive_round()
-            self._fail_dead()
+            self.link.fail_dead()
         except GeneratorFailed as own:
-            self.failure = GeneratorFailed(str(own), at_step_start=True)
-        raise self.failure
+            self.link.failure = GeneratorFailed(str(own), at_step_start=True)
+        raise self.link.failure
 
     def _send_weights(self) -> None:
         import torch
@@ -320,7 +271,7 @@ class AsyncEpisodeSource:
 
         buffer = io.BytesIO()
         torch.save(full_state_dict(self.policy), buffer)
-        self.sender.send(("weights", self.version, buffer.getvalue()))
+        self.link.send(("weights", self.version, buffer.getvalue()))
         self.sent_version = self.version
 
     def _usable_ahead(self) -> int:
@@ -331,11 +282,11 @@ class AsyncEpisodeSource:
                 + sum(version >= oldest for _, version in self.in_flight))
 
     def _request(self, num_prompts: int) -> None:
-        self._raise_if_failed()
+        self.link.raise_if_failed()
         if self.sent_version != self.version:
             self._send_weights()
         request, self.next_request = self.next_request, self.next_request + 1
-        self.sender.send(("generate", request, int(num_prompts), self.version))
+        self.link.send(("generate", request, int(num_prompts), self.version))
         self.in_flight.append((request, self.version))
 
     def _receive_round(self) -> None:
@@ -352,38 +303,9 @@ class AsyncEpisodeSource:
 
     def _receive(self, kind: str) -> dict:
         """The next message (which must be ``kind``), checking that the generator lives."""
-        while True:
-            self._raise_if_failed()
-            if self.inbox.poll(POLL_SECONDS):
-                try:
-                    message = self.inbox.recv()
-                except (EOFError, OSError):  # the process ended: name how
-                    self.process.join(STOP_SECONDS)
-                    self._fail_dead()
-                if message[0] == "error":
-                    self._fail(f"the rollout generator process raised an exception:\n"
-                               f"{message[1].rstrip()}")
-                if message[0] != kind:
-                    self._fail(f"the rollout generator sent {message[0]!r}, expected {kind!r}")
-                payload = message[1]
-                self._last_stream = payload.get("stream") if kind == "round" else payload
-                return payload
-            if not self.process.is_alive():
-                self._fail_dead()
-
-    def _fail_dead(self) -> None:
-        code = self.process.exitcode
-        how = (f"was killed by signal {-code}" if code and code < 0 else
-               f"exited with code {code}" if code is not None else "closed its pipe")
-        self._fail(f"the rollout generator process (pid {self.process.pid}) {how}")
-
-    def _fail(self, message: str) -> None:
-        self.failure = GeneratorFailed(message)
-        raise self.failure
-
-    def _raise_if_failed(self) -> None:
-        if self.failure is not None:
-            raise GeneratorFailed(str(self.failure))
+        payload = self.link.receive(kind)
+        self._last_stream = payload.get("stream") if kind == "round" else payload
+        return payload
 
     def _account(self, rnd: Round) -> None:
         """Add a round's compute to the step's accounting (dropped rounds too)."""
