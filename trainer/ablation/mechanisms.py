@@ -50,6 +50,11 @@ def _series(records: list[dict], key: str) -> list[float]:
     return [float(r[key]) for r in records if key in r and math.isfinite(float(r[key]))]
 
 
+def _mean(values: list[float]) -> float:
+    """The mean of ``values``; nan when empty."""
+    return float(np.mean(values)) if values else math.nan
+
+
 def _tail_mean(values: list[float]) -> float:
     """The mean of the last quarter of ``values`` (at least one value); nan when empty."""
     if not values:
@@ -65,14 +70,12 @@ def run_mechanisms(records: list[dict]) -> dict[str, float]:
     tokens = sum(r["compute/generated_tokens"] for r in steps)
     wrong = [r["length/wrong_mean"] for r in steps
              if "length/wrong_mean" in r and r.get("reward/accuracy", 0.0) < 1.0]
-    truncated = _series(steps, "length/truncated_frac")
-    clip_high = _series(steps, "clip/frac_high")
     return {
         "entropy": _tail_mean(_series(steps, "policy/entropy")),
-        "clip_high": float(np.mean(clip_high)) if clip_high else math.nan,
+        "clip_high": _mean(_series(steps, "clip/frac_high")),
         "length": _tail_mean(_series(steps, "length/mean")),
-        "truncated": float(np.mean(truncated)) if truncated else math.nan,
-        "wrong_length": float(np.mean(wrong)) if wrong else math.nan,
+        "truncated": _mean(_series(steps, "length/truncated_frac")),
+        "wrong_length": _mean(wrong),
         "kept_frac": kept / generated if generated else math.nan,
         "tokens_per_step": tokens / len(steps) if steps else math.nan,
     }

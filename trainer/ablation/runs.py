@@ -120,13 +120,13 @@ def make_jobs(preset: str, variants: list[Variant], seeds: list[int], output: Pa
                                 output / WARMSTART_DIR / f"seed{seed}",
                                 [*base, *seed_overrides(seed), "optim.steps=0",
                                  "logging.plot=false"])
+    models = given or {seed: (job.run_dir / FINAL_MODEL).resolve() for seed, job in warm.items()}
     jobs = list(warm.values())
     for variant in variants:
         for seed in seeds:
             start = []
-            if seed in warm or seed in given:
-                model = given.get(seed) or (warm[seed].run_dir / FINAL_MODEL).resolve()
-                start = [f"model.path={model}", "warmstart.steps=0"]
+            if seed in models:
+                start = [f"model.path={models[seed]}", "warmstart.steps=0"]
             job = RunJob(f"{variant.name}/seed{seed}", output / variant.name / f"seed{seed}",
                          [*base, *variant.overrides(), *seed_overrides(seed), *start])
             if seed in warm:
