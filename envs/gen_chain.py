@@ -20,6 +20,11 @@ one-digit terms, so that a step is easy and the length is the difficulty:
     3      6      1..9       + -        about 60
     4      6      10..99     + -        about 80
     5      8      10..999    + -        about 125
+
+``ChainMix`` (:func:`chain_mix`) mixes lengths: at level L each problem is a Chain problem of a
+level drawn uniformly from 1..L, so one batch holds short chains a policy has settled and long
+ones it has not, and responses of one batch differ in length (what the token-level loss and
+the overlong shaping act on).
 """
 
 from __future__ import annotations
@@ -85,6 +90,16 @@ def chain(rng: np.random.Generator, level: int) -> Problem:
     totals = running_totals(terms, ops)
     problem = make_problem("Chain", level, f"What is {expr}?", totals[-1], terms=terms, ops=ops)
     return replace(problem, meta={**problem.meta, "solution": chain_solution(terms, ops)})
+
+
+def chain_mix(rng: np.random.Generator, level: int) -> Problem:
+    """A :func:`chain` problem of a level drawn uniformly from ``1..level`` (that level in
+    ``meta["params"]["chain_level"]``; ``meta["level"]`` is ``level``, as for every family)."""
+    level = check_level(level, "ChainMix")
+    drawn = randint(rng, 1, level)
+    problem = chain(rng, drawn)
+    params = {**problem.meta["params"], "chain_level": drawn}
+    return replace(problem, meta={**problem.meta, "level": level, "params": params})
 
 
 def worked_solution(problem: Problem) -> str:

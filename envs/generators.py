@@ -17,7 +17,8 @@ generator::
     BaseConversion conversions between bases 2..10
     Percent        percent word problems
     Chain          multi-term sums with the running totals written out (``meta["solution"]``)
-    Mixed          one of the families above but Chain, uniformly (`make_mixed` for other
+    ChainMix       Chain problems of a level drawn from 1..level (chains of mixed lengths)
+    Mixed          one of the families above but Chain(Mix), uniformly (`make_mixed` for other
                    weights, Chain included)
 
 Item ``index`` of seed ``seed`` is drawn from ``numpy.random.SeedSequence([seed, index])``, so
@@ -37,7 +38,7 @@ from itertools import count
 import numpy as np
 from verimath.envs.gen_algebra import linear, linear_system, quadratic, sequence
 from verimath.envs.gen_arith import arithmetic, fractions, percent
-from verimath.envs.gen_chain import chain
+from verimath.envs.gen_chain import chain, chain_mix
 from verimath.envs.gen_common import LEVELS, check_level
 from verimath.envs.gen_number import base_conversion, combinatorics, gcd_lcm, modular
 from verimath.envs.problem import Problem
@@ -57,9 +58,10 @@ BASE_FAMILIES: dict[str, Generator] = {
     "BaseConversion": base_conversion,
     "Percent": percent,
     "Chain": chain,
+    "ChainMix": chain_mix,
 }
-# Mixed's default draws from the families it had before Chain, so Mixed-v0 poses what it did.
-MIXED_DEFAULT = tuple(name for name in BASE_FAMILIES if name != "Chain")
+# Mixed's default draws from the families it had before Chain (and ChainMix), so Mixed-v0 poses what it did.
+MIXED_DEFAULT = tuple(name for name in BASE_FAMILIES if not name.startswith("Chain"))
 
 
 class _Mixed:

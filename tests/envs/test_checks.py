@@ -26,7 +26,7 @@ def env_kwargs(env_id, dataset_path, level):
 
 
 def test_every_family_is_registered():
-    assert len(FAMILY_IDS) == 13 and "verimath/Dataset-v0" in ENV_IDS
+    assert len(FAMILY_IDS) == 14 and "verimath/Dataset-v0" in ENV_IDS
     assert all(env_id in gym.registry for env_id in ENV_IDS)
 
 

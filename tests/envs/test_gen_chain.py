@@ -39,8 +39,30 @@ def test_worked_solution_names_the_problem_when_there_is_none():
         worked_solution(problem)
 
 
+@settings(max_examples=50, deadline=None)
+@given(item=generator_items)
+def test_chain_mix_poses_a_chain_of_a_level_up_to_its_own(item):
+    seed, index, level = item
+    problem = generate("ChainMix", seed, index, level)
+    drawn = problem.meta["params"]["chain_level"]
+    assert problem.source == "gen/Chain" and 1 <= drawn <= level == problem.meta["level"]
+    assert problem.id == f"gen/ChainMix/L{level}/{seed}/{index}"
+    terms = CHAIN_LEVELS[drawn][0]
+    assert len(problem.meta["params"]["terms"]) == terms
+    assert flawed_solution(problem, "recheck", np.random.default_rng(0)).count("Check:") == 1
+
+
+def test_chain_mix_draws_every_level_up_to_its_own_about_equally():
+    counts = np.bincount([generate("ChainMix", 3, i, 3).meta["params"]["chain_level"]
+                          for i in range(600)], minlength=6)
+    assert counts[0] == 0 and counts[4:].sum() == 0
+    assert all(150 <= c <= 250 for c in counts[1:4]), counts  # 200 each expected
+    assert {generate("ChainMix", 3, i, 1).meta["params"]["chain_level"] for i in range(50)} == {1}
+
+
 def test_mixed_default_leaves_chain_out_but_weights_may_name_it():
     assert "Chain" in FAMILIES and "Chain" not in MIXED_DEFAULT
+    assert "ChainMix" in FAMILIES and "ChainMix" not in MIXED_DEFAULT
     sources = {generate(FAMILIES["Mixed"], 0, i, 2).source for i in range(200)}
     assert "gen/Chain" not in sources and len(sources) == len(MIXED_DEFAULT)
     from verimath.envs import make_mixed

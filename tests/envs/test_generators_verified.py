@@ -199,6 +199,7 @@ CHECKERS = {
     "LinearSystem": check_linear_system, "Quadratic": check_quadratic, "GcdLcm": check_gcd_lcm,
     "Modular": check_modular, "Combinatorics": check_combinatorics, "Sequence": check_sequence,
     "BaseConversion": check_base_conversion, "Percent": check_percent, "Chain": check_chain,
+    "ChainMix": check_chain,
 }
 
 
