@@ -22,9 +22,9 @@ one-digit terms, so that a step is easy and the length is the difficulty:
     5      8      10..999    + -        about 125
 
 ``ChainMix`` (:func:`chain_mix`) mixes lengths: at level L each problem is a Chain problem of a
-level drawn uniformly from 1..L, so one batch holds short chains a policy has settled and long
-ones it has not, and responses of one batch differ in length (what the token-level loss and
-the overlong shaping act on).
+level drawn uniformly from 1..L, so one batch holds chains of several lengths, pass rates that
+differ by length, and responses of different lengths (what the token-level loss and the
+overlong shaping act on).
 """
 
 from __future__ import annotations

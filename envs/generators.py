@@ -60,7 +60,8 @@ BASE_FAMILIES: dict[str, Generator] = {
     "Chain": chain,
     "ChainMix": chain_mix,
 }
-# Mixed's default draws from the families it had before Chain (and ChainMix), so Mixed-v0 poses what it did.
+# Mixed's default draws from the families it had before Chain and ChainMix, so Mixed-v0
+# poses what it did.
 MIXED_DEFAULT = tuple(name for name in BASE_FAMILIES if not name.startswith("Chain"))
 
 
