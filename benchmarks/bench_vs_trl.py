@@ -23,7 +23,11 @@ evaluation time is excluded from the wall time. The table compares the trainers
   jobs share the CPUs (the 1-minute load average is recorded at every checkpoint),
 - at equal generated tokens: the smallest final token count of the main runs, interpolated,
 
-with mean +- sample standard deviation over seeds, and [min, max].
+with mean +- sample standard deviation over seeds, and [min, max]. Reading a 100-step run at
+another run's token count takes it mid-schedule (its learning rate not yet decayed); the
+``verimath-budget`` row instead trains with ``optim.token_budget`` set to what TRL's run of
+the same seed generated, so its cosine schedule ends at TRL's generation cost (it stops at
+the first step that reaches it, so at most one step's tokens more).
 
     python benchmarks/bench_vs_trl.py                   # 3 seeds + 2 variants (hours)
     python benchmarks/bench_vs_trl.py --variants verimath trl verimath-curriculum
@@ -49,6 +53,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "vs_trl_runs.py"
 MAIN = ("verimath", "trl")
+"""The runs whose smallest final wall time, CPU time and token count are the common budgets."""
+PER_SEED = (*MAIN, "verimath-budget")
+"""Variants run at every seed (interleaved seed by seed); the others run once."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,9 @@ class Variant:
     label: str
     trainer: str
     overrides: tuple[str, ...] = ()
+    budget_of: str = ""
+    """When set: ``optim.token_budget`` is what that variant's run of the same seed generated
+    (it runs first), so this run finishes its schedule at that generation cost."""
 
 
 VARIANTS = {
@@ -66,6 +76,7 @@ VARIANTS = {
     "verimath-paper-ds": Variant("verimath-paper-ds", "verimath",
                                  ("algo.max_staleness=0", "algo.adaptive_rounds=false")),
     "verimath-no-ds": Variant("verimath-no-ds", "verimath", ("algo.dynamic_sampling=false",)),
+    "verimath-budget": Variant("verimath-budget", "verimath", budget_of="trl"),
     "verimath-curriculum": Variant("verimath-curriculum", "verimath",
                                    ("data.adapt_level=true", "data.adapt_substeps=4",
                                     "data.adapt_levels=[2,3]")),
@@ -186,11 +197,25 @@ def format_table(rows: list[dict], budget: dict) -> str:
 
 
 def schedule(seeds: list[int], variants: list[str], extra_seed: int = 0) -> list[tuple]:
-    """``(label, seed)`` in run order: the main trainers interleaved seed by seed, then each
-    other variant once at ``extra_seed``."""
-    order = [(label, s) for s in seeds for label in MAIN if label in variants]
-    order += [(label, extra_seed) for label in variants if label not in MAIN]
+    """``(label, seed)`` in run order: the per-seed variants interleaved seed by seed (a
+    variant after the one whose tokens are its budget), then each other variant once at
+    ``extra_seed``."""
+    order = [(label, s) for s in seeds for label in PER_SEED if label in variants]
+    order += [(label, extra_seed) for label in variants if label not in PER_SEED]
     return order
+
+
+def with_budget(variant: Variant, seed: int, runs: list[dict]) -> Variant:
+    """``variant`` with its token budget set from ``budget_of``'s run of ``seed`` in ``runs``
+    (ValueError when that run is not there: name both variants)."""
+    if not variant.budget_of:
+        return variant
+    source = [r for r in runs if r["label"] == variant.budget_of and r["seed"] == seed]
+    if not source:
+        raise ValueError(f"{variant.label} takes its token budget from {variant.budget_of}'s "
+                         f"run of seed {seed}: add {variant.budget_of} to --variants")
+    return Variant(variant.label, variant.trainer,
+                   (*variant.overrides, f"optim.token_budget={source[0]['tokens']}"))
 
 
 # ---------------------------------------------------------------------------- running
@@ -240,9 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         model = args.workdir / "warmstart" / "model"
     results = args.workdir / f"results-{args.steps}x{args.every}-k{args.k}"
     results.mkdir(exist_ok=True)
-    runs = [run_one(VARIANTS[label], seed, model=model.resolve(), steps=args.steps,
-                    every=args.every, k=args.k, results=results, fresh=args.fresh)
-            for label, seed in schedule(args.seeds, args.variants, args.seeds[0])]
+    runs: list[dict] = []
+    for label, seed in schedule(args.seeds, args.variants, args.seeds[0]):
+        runs.append(run_one(with_budget(VARIANTS[label], seed, runs), seed,
+                            model=model.resolve(), steps=args.steps, every=args.every,
+                            k=args.k, results=results, fresh=args.fresh))
     budget = budgets(runs)
     rows = summarize(runs, budget)
     table = format_table(rows, budget).replace("avg@16", f"avg@{args.k}")

@@ -96,6 +96,19 @@ def test_schedule_interleaves_the_trainers_then_runs_each_variant_once():
     order = bench.schedule([0, 1], ["verimath", "trl", "verimath-no-ds"], extra_seed=0)
     assert order == [("verimath", 0), ("trl", 0), ("verimath", 1), ("trl", 1),
                      ("verimath-no-ds", 0)]
+    order = bench.schedule([0, 1], ["verimath", "trl", "verimath-budget"], extra_seed=0)
+    assert order == [("verimath", 0), ("trl", 0), ("verimath-budget", 0),
+                     ("verimath", 1), ("trl", 1), ("verimath-budget", 1)]
+
+
+def test_the_budget_variant_takes_the_tokens_of_trls_run_of_its_seed():
+    runs = [{**_run("trl", 0, CURVE), "tokens": 594_112},
+            {**_run("trl", 1, CURVE), "tokens": 593_870}]
+    variant = bench.with_budget(bench.VARIANTS["verimath-budget"], 1, runs)
+    assert variant.overrides == ("optim.token_budget=593870",)
+    assert bench.with_budget(bench.VARIANTS["verimath"], 1, runs) is bench.VARIANTS["verimath"]
+    with pytest.raises(ValueError, match="add trl to --variants"):
+        bench.with_budget(bench.VARIANTS["verimath-budget"], 2, runs)
 
 
 def _load_runner():

@@ -329,7 +329,7 @@ def yaml_value(value: Any) -> str:
 
 # Settings that may change when a run is resumed without changing what it trains: the
 # length of the run, bookkeeping, and memory/speed knobs whose results are the same.
-SAFE_ON_RESUME = ("optim.steps", "logging.*", "eval.every", "eval.batch_size",
+SAFE_ON_RESUME = ("optim.steps", "optim.token_budget", "logging.*", "eval.every", "eval.batch_size",
                   "rollout.batch_size", "algo.micro_batch_size", "algo.logprob_chunk_size",
                   "model.threads", "reward.workers")
 

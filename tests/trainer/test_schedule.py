@@ -124,3 +124,61 @@ def test_docstring_examples():
     import verimath.trainer.algo.schedule as module
 
     assert doctest.testmod(module).failed == 0
+
+
+# --- a token budget's clock -----------------------------------------------------------
+
+
+def test_progress_replaces_the_step_fraction_by_hand():
+    kw = {"base_lr": 2.0, "warmup_steps": 2, "total_steps": 100, "schedule": "cosine"}
+    assert lr_at(0, progress=0.9, **kw) == pytest.approx(1.0)  # warm-up counts updates
+    assert lr_at(5, progress=0.0, **kw) == pytest.approx(2.0)
+    assert lr_at(5, progress=0.5, **kw) == pytest.approx(1.0)  # (1 + cos(pi / 2)) / 2 * 2
+    assert lr_at(5, progress=1.7, **kw) == pytest.approx(0.0, abs=1e-15)  # clipped at 1
+    assert lr_at(5, progress=0.5, **{**kw, "schedule": "constant"}) == 2.0
+    with pytest.raises(ValueError, match="progress"):
+        lr_at(5, progress=float("nan"), **kw)
+
+
+@settings(deadline=None)
+@given(schedule_kwargs(), st.integers(0, 300))
+def test_progress_at_the_step_fraction_is_the_step_schedule(kw, step):
+    w, total = kw["warmup_steps"], kw["total_steps"]
+    q = min(1.0, max(0.0, (step - w) / (total - w)))
+    assert lr_at(step, progress=q, **kw) == pytest.approx(lr_at(step, **kw), rel=1e-9, abs=1e-15)
+
+
+@settings(deadline=None)
+@given(schedule_kwargs(), st.integers(0, 300), st.lists(st.floats(0, 1.5), min_size=2))
+def test_more_progress_never_raises_the_rate(kw, step, fractions):
+    step = max(step, kw["warmup_steps"])
+    lrs = [lr_at(step, progress=f, **kw) for f in sorted(fractions)]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(lrs, lrs[1:]))
+    assert all(kw["base_lr"] * kw["min_lr_ratio"] * (1 - 1e-12) <= lr
+               <= kw["base_lr"] * (1 + 1e-12) for lr in lrs)
+
+
+def test_lambdalr_follows_the_clock_and_its_state_dict_leaves_it_out():
+    from verimath.trainer.algo.schedule import TokenClock, refresh_lr
+
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=0.1)
+    clock = TokenClock(budget=1000)
+    kw = {"warmup_steps": 1, "total_steps": 10_000, "schedule": "linear"}
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, make_lr_lambda(clock, **kw))
+    seen = []
+    for tokens in (0, 250, 250, 900, 5000):  # set before each update, as the loop does
+        clock.tokens = tokens
+        refresh_lr(sched)
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen == pytest.approx([0.1, 0.075, 0.075, 0.01, 0.0])  # warm-up, then 1 - fraction
+    assert sched.get_last_lr() == [opt.param_groups[0]["lr"]]
+    state = sched.state_dict()
+    assert all(not d for d in state["lr_lambdas"])  # the clock is not saved with the scheduler
+    pickle.dumps(make_lr_lambda(clock, **kw))
+    with pytest.raises(ValueError, match="progress"):
+        make_lr_lambda(progress=0.5, **kw)
+    with pytest.raises(ValueError, match="budget"):
+        TokenClock(budget=0)

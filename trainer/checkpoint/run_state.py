@@ -43,10 +43,10 @@ def save_state(state: TrainState) -> Path:
                             step=state.step, config=cfg.to_dict(),
                             record={"run": dataclasses.asdict(record)}, rank_state=streams,
                             comm=state.comm, keep_last=cfg.logging.keep_checkpoints,
-                            tokenizer=state.tokenizer, export=state.step >= cfg.optim.steps)
+                            tokenizer=state.tokenizer, export=state.finished)
     model, write_more = state.model, None
     if is_lora(state.model):  # the adapter always, the merged model at the last step
-        model = MergedModel(state.model) if state.step >= cfg.optim.steps else None
+        model = MergedModel(state.model) if state.finished else None
         write_more = partial(_write_adapter, state.model, state.tokenizer)
     return save_checkpoint(state.run_dir / "checkpoints", model=model,
                            tokenizer=state.tokenizer, optimizer=state.optimizer,

@@ -25,6 +25,7 @@ import signal
 import sys
 from pathlib import Path
 
+from verimath.trainer.algo.schedule import refresh_lr
 from verimath.trainer.algo.step import rl_step
 from verimath.trainer.checkpoint.run_state import save_state
 from verimath.trainer.evaluation.heldout import evaluate_heldout
@@ -50,15 +51,16 @@ class Stopped(Exception):
 
 
 def train(state: TrainState) -> dict:
-    """Run RL steps ``state.step .. optim.steps``; returns the summary (also written to
+    """Run RL steps ``state.step .. optim.steps`` (or until ``optim.token_budget`` generated
+    tokens); returns the summary (also written to
     ``summary.json``) and sets ``state.trained_nothing`` when steps ran in this session and
     none had a group to learn from (a warning names the likely cause). Raises
     :class:`Stopped` after saving a checkpoint when SIGTERM arrives
     (the current step finishes first) or when ``optim.max_skipped_updates`` updates in a row
     had a non-finite gradient."""
     cfg, comm = state.config, state.comm
-    if state.resumed and state.start_step >= cfg.optim.steps:  # a finished run: touch nothing
-        return _finish(state, _NoWriter())
+    if state.resumed and state.finished:  # a finished run: touch nothing
+        return _finish(state, _NoWriter(), done_before=True)
     writer = make_metric_loggers(  # metrics.jsonl, and TensorBoard / W&B when asked
         state.run_dir, cfg.logging.backends, resume_step=state.step, config=cfg.to_dict(),
         wandb_project=cfg.logging.wandb_project, wandb_mode=cfg.logging.wandb_mode,
@@ -71,7 +73,8 @@ def train(state: TrainState) -> dict:
     try:
         if not state.resumed and state.record.before:
             writer.write(0, state.record.before)  # step 0: the held-out start of RL
-        while state.step < cfg.optim.steps:
+        while not state.finished:
+            _set_token_clock(state)
             try:
                 metrics = rl_step(state)
             except GeneratorFailed as failed:  # async rollouts: the generator process is gone
@@ -85,16 +88,17 @@ def train(state: TrainState) -> dict:
             bar.update(1)
             bar.set_postfix(acc=f"{metrics['reward/accuracy']:.2f}",
                             kept=int(metrics["sampling/kept_groups"]))
-            if is_print_step(state.step, cfg.logging.print_every, cfg.optim.steps):
+            if is_print_step(state.step, cfg.logging.print_every, cfg.optim.steps) or (
+                    state.finished and cfg.logging.print_every):
                 state.echo(metric_line(state.step, cfg.optim.steps, metrics))
             _stop_if_asked(state, stop)
             every = cfg.logging.save_every
-            if every and state.step % every == 0 and state.step < cfg.optim.steps:
+            if every and state.step % every == 0 and not state.finished:
                 save_state(state)
         bar.close()
         watch.close()
         state.trained_nothing = watch.trained_nothing
-        return _finish(state, writer)
+        return _finish(state, writer, done_before=False)
     finally:
         stop.restore()
         bar.close()
@@ -133,7 +137,7 @@ def _stop_if_asked(state: TrainState, stop: _StopRequest) -> None:
     cfg = state.config
     failing = state.skipped_in_a_row >= cfg.optim.max_skipped_updates
     asked, failing = state.comm.all_sum([float(stop.asked), float(failing)]) > 0
-    if not (asked or failing) or state.step >= cfg.optim.steps:
+    if not (asked or failing) or state.finished:
         return
     path = save_state(state)
     command = resume_command(state.run_dir, state.comm.world,
@@ -180,7 +184,7 @@ def _evaluate_if_due(state: TrainState) -> dict[str, float]:
     """Held-out metrics after the last step (kept in the record, so in the final
     checkpoint) and every ``eval.every`` steps."""
     cfg = state.config
-    if state.step == cfg.optim.steps:
+    if state.finished:
         state.record.after = evaluate_heldout(state)
         return state.record.after
     if cfg.eval.every and state.step % cfg.eval.every == 0:
@@ -188,17 +192,30 @@ def _evaluate_if_due(state: TrainState) -> dict[str, float]:
     return {}
 
 
-def _finish(state: TrainState, writer) -> dict:
+def _set_token_clock(state: TrainState) -> None:
+    """With ``optim.token_budget``: the schedule's clock at the tokens generated so far, and
+    the next update's learning rate from it."""
+    if state.token_clock is not None:
+        state.token_clock.tokens = state.record.generated_tokens
+        refresh_lr(state.scheduler)
+
+
+def _finish(state: TrainState, writer, *, done_before: bool) -> dict:
     """Final checkpoint, summary.json, learning curve and table.
 
-    Resuming a finished run trains nothing and rewrites nothing: it prints the summary on
-    disk (it writes one only when the run stopped before writing it)."""
+    Resuming a finished run (``done_before``) trains nothing and rewrites nothing: it prints
+    the summary on disk (it writes one only when the run stopped before writing it)."""
     cfg, record = state.config, state.record
     summary_file = state.run_dir / "summary.json"
-    done_before = state.resumed and state.start_step >= cfg.optim.steps
     if done_before:
-        state.echo(f"the run is already at step {state.start_step} of {cfg.optim.steps}: "
-                   "nothing to train (raise optim.steps to continue)")
+        budget = cfg.optim.token_budget
+        if budget and record.generated_tokens >= budget and state.step < cfg.optim.steps:
+            state.echo(f"the run has generated {record.generated_tokens:,} tokens of its "
+                       f"budget of {budget:,}: nothing to train (raise optim.token_budget "
+                       "to continue)")
+        else:
+            state.echo(f"the run is already at step {state.start_step} of {cfg.optim.steps}: "
+                       "nothing to train (raise optim.steps to continue)")
         if state.comm.all_sum([float(summary_file.is_file())])[0] == state.comm.world:
             summary = json.loads(summary_file.read_text(encoding="utf-8"))
             state.echo(summary_table(summary, state.run_dir))
@@ -210,7 +227,7 @@ def _finish(state: TrainState, writer) -> dict:
     if not done_before:
         save_state(state)
     summary = make_summary(record, k=cfg.eval.k, wall_seconds=state.elapsed(),
-                           steps=cfg.optim.steps)
+                           steps=state.step)
     if not state.comm.is_main:
         return summary
     summary_file.write_text(json.dumps(summary, indent=2) + "\n")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 from verimath.envs import Problem
 from verimath.rewards.pool import configure_default_pool
-from verimath.trainer.algo.schedule import make_lr_lambda
+from verimath.trainer.algo.schedule import TokenClock, make_lr_lambda
 from verimath.trainer.checkpoint.files import load_checkpoint, resolve_checkpoint
 from verimath.trainer.checkpoint.run_state import is_sharded, restore_state, saved_record
 from verimath.trainer.config import TrainConfig
@@ -138,10 +138,11 @@ def _assemble(cfg: TrainConfig, run_dir: Path, device: torch.device, model: torc
             ref_model = shard_model(ref_model, comm, **shard)
     if cfg.algo.kl_coef > 0 and cfg.model.lora_rank:  # the base: the adapters off, no copy
         ref_model = AdaptersOff(model)
-    optimizer, scheduler = _optimizer(model, cfg)
+    optimizer, scheduler, clock = _optimizer(model, cfg)
     return TrainState(config=cfg, run_dir=run_dir, device=device, model=model,
                       tokenizer=tokenizer, engine=engine, heldout=heldout, record=record,
-                      optimizer=optimizer, scheduler=scheduler, episodes=episodes,
+                      optimizer=optimizer, scheduler=scheduler, token_clock=clock,
+                      episodes=episodes,
                       ref_model=ref_model, resumed=ckpt is not None, echo=echo, comm=comm)
 
 
@@ -293,17 +294,18 @@ def _with_lora(model: torch.nn.Module, cfg: TrainConfig, record: RunRecord, run_
 
 
 def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> tuple[
-        torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+        torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, TokenClock | None]:
     """AdamW and its schedule, counted in optimizer updates (``ppo_epochs`` x mini-batches
-    per step)."""
+    per step), and with ``optim.token_budget`` the clock its decay reads."""
     o, a = cfg.optim, cfg.algo
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=o.lr, betas=o.betas,
                                   weight_decay=o.weight_decay)  # the adapters only with LoRA
     per_step = a.ppo_epochs * math.ceil(a.train_prompts / a.mini_batch_prompts)
     total = max(1, o.steps * per_step)
-    lam = make_lr_lambda(warmup_steps=min(o.warmup_steps, total - 1),  # total >= 1
+    clock = TokenClock(o.token_budget) if o.token_budget else None  # decay over the budget
+    lam = make_lr_lambda(clock, warmup_steps=min(o.warmup_steps, total - 1),  # total >= 1
                          total_steps=total, schedule=o.schedule)
-    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lam)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lam), clock
 
 
 def _episodes(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase, engine: RolloutEngine,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 from verimath.envs import Problem
+from verimath.trainer.algo.schedule import TokenClock
 from verimath.trainer.config import TrainConfig
 from verimath.trainer.rollout.engine import RolloutEngine
 from verimath.trainer.rollout.episodes import EpisodeSource, Group
@@ -64,6 +65,8 @@ class TrainState:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     """Stepped once per optimizer update."""
     episodes: EpisodeSource
+    token_clock: TokenClock | None = None
+    """With ``optim.token_budget``: the share of the budget spent, read by the schedule."""
     ref_model: torch.nn.Module | None = None
     """The frozen KL reference; None when ``algo.kl_coef`` is 0."""
     comm: Comm = field(default_factory=Comm)
@@ -86,6 +89,13 @@ class TrainState:
     @property
     def pad_id(self) -> int:
         return self.tokenizer.pad_token_id
+
+    @property
+    def finished(self) -> bool:
+        """The run has taken ``optim.steps`` steps, or spent ``optim.token_budget``."""
+        o = self.config.optim
+        return self.step >= o.steps or bool(
+            o.token_budget and self.record.generated_tokens >= o.token_budget)
 
     def elapsed(self) -> float:
         """Wall seconds of this run, earlier sessions of a resumed run included."""

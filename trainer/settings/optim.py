@@ -10,7 +10,14 @@ from verimath.trainer.settings.checks import require as _require
 @dataclass(frozen=True)
 class OptimConfig:
     steps: int = 100
-    """RL steps (one step = rollouts, then ``ppo_epochs`` of updates)."""
+    """RL steps (one step = rollouts, then ``ppo_epochs`` of updates); with ``token_budget``,
+    the most steps the run may take."""
+    token_budget: int = 0
+    """Generated tokens the run may spend (discarded groups included; 0: no budget). The run
+    ends after the step that reaches it, and the decaying schedules decay over the budget
+    (the fraction generated so far) instead of over ``steps``: runs that spend tokens at
+    different rates (dynamic sampling on or off) then finish their schedules at the same
+    generation cost."""
     lr: float = 1e-6
     """Peak AdamW learning rate."""
     warmup_steps: int = 20
@@ -31,6 +38,8 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
+        _require(self.token_budget >= 0,
+                 f"optim.token_budget must be >= 0 (0: no budget), got {self.token_budget}")
         _require(self.max_skipped_updates >= 1,
                  f"optim.max_skipped_updates must be >= 1, got {self.max_skipped_updates}")
         _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
