@@ -13,7 +13,7 @@ STEP_MODULES = {
     "verimath.trainer.algo", "verimath.trainer.algo.advantages",
     "verimath.trainer.algo.aggregation", "verimath.trainer.algo.batch",
     "verimath.trainer.algo.dynamic_sampling", "verimath.trainer.algo.logprobs",
-    "verimath.trainer.algo.loss", "verimath.trainer.algo.step",
+    "verimath.trainer.algo.loss", "verimath.trainer.algo.schedule", "verimath.trainer.algo.step",
     "verimath.trainer.algo.step_metrics", "verimath.trainer.algo.update",
     "verimath.trainer.rollout", "verimath.trainer.rollout.engine",
     "verimath.trainer.rollout.episodes",
