@@ -117,8 +117,11 @@ def stats(values: list[float | None]) -> dict | None:
 
 def budgets(runs: list[dict], labels=MAIN) -> dict:
     """The common budgets: the smallest final wall time, CPU time (when every run has it)
-    and token count of the runs of ``labels`` (what every one of them reached)."""
+    and token count of the runs of ``labels`` (what every one of them reached); empty when
+    none of them ran (``--variants`` naming only the other rows: the end column only)."""
     main = [r for r in runs if r["label"] in labels]
+    if not main:
+        return {}
     out = {"wall_s": min(r["wall_s"] for r in main), "tokens": min(r["tokens"] for r in main)}
     if all(r.get("cpu_s") is not None for r in main):
         out["cpu_s"] = min(r["cpu_s"] for r in main)
@@ -168,10 +171,10 @@ def _num(s: dict | None, scale: float = 1.0, digits: int = 0) -> str:
 def format_table(rows: list[dict], budget: dict) -> str:
     """The markdown tables: accuracies (percent) at the end and at each budget, and cost,
     one line per label."""
-    names = {"wall_s": f"{budget['wall_s']:.0f} s wall",
-             "cpu_s": f"{budget.get('cpu_s', 0):.0f} s CPU",
-             "tokens": f"{budget['tokens'] / 1e6:.3f}M tok"}
-    columns = [("final", "end")] + [(key, names[key]) for key in names if key in budget]
+    names = {"wall_s": lambda v: f"{v:.0f} s wall", "cpu_s": lambda v: f"{v:.0f} s CPU",
+             "tokens": lambda v: f"{v / 1e6:.3f}M tok"}
+    columns = [("final", "end")] + [(key, name(budget[key])) for key, name in names.items()
+                                    if key in budget]
     head = ["| trainer | seeds | " + " | ".join(
                 f"avg@16 {name} | greedy {name}" for _, name in columns) + " |",
             "| --- | --- |" + " --- |" * (2 * len(columns))]

@@ -92,6 +92,14 @@ def test_format_table_has_a_row_per_label_and_the_budgets():
     assert "| trl | 1 | 90.0 | 100.0 | 90.0 | 100.0 |" in table
 
 
+def test_only_the_other_rows_give_a_table_of_their_ends():
+    runs = [_run("verimath-no-ds", 0, CURVE), _run("verimath-paper-ds", 0, CURVE)]
+    assert bench.budgets(runs) == {}
+    table = bench.format_table(bench.summarize(runs, {}), {})
+    assert "| verimath-no-ds | 1 | 90.0 | 100.0 |" in table.splitlines()
+    assert "wall" not in table.splitlines()[0] and "tok" not in table.splitlines()[0]
+
+
 def test_schedule_interleaves_the_trainers_then_runs_each_variant_once():
     order = bench.schedule([0, 1], ["verimath", "trl", "verimath-no-ds"], extra_seed=0)
     assert order == [("verimath", 0), ("trl", 0), ("verimath", 1), ("trl", 1),
