@@ -125,7 +125,7 @@ def group_of(kind: str) -> str:
 def verimath_verdicts(rows: list[dict]) -> dict[str, list[bool]]:
     """Verdict per row for each extraction style (``pred`` rows: ``is_equivalent``)."""
     from verimath.rewards import is_equivalent, score_batch
-    from verimath.rewards.extract import STYLES
+    from verimath.rewards.extraction.final_answer import STYLES
 
     preds = {i: is_equivalent(r["text"], r["gold"]) for i, r in enumerate(rows)
              if r["input"] == "pred"}

@@ -194,8 +194,8 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
 
 def print_breakdown(responses, golds) -> None:
     """Where score_batch's time goes: extraction and fast path (in the caller), the pool."""
-    from verimath.rewards.equivalence import fast_verdict
-    from verimath.rewards.extract import extract_answer
+    from verimath.rewards.equality.equivalence import fast_verdict
+    from verimath.rewards.extraction.final_answer import extract_answer
 
     t0 = time.perf_counter()
     extracted = [extract_answer(text) for text in responses]
@@ -209,7 +209,7 @@ def print_breakdown(responses, golds) -> None:
 
 
 def bench_overlong(n: int, seed: int) -> None:
-    from verimath.rewards.overlong import overlong_penalty, penalty_scalar
+    from verimath.rewards.shaping.overlong import overlong_penalty, penalty_scalar
 
     rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
     lengths = rng.integers(0, 20_480, size=n).astype(np.float64)

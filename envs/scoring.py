@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 from verimath.rewards import BatchScores, score_batch
-from verimath.rewards.equivalence import MODES, check_timeout
-from verimath.rewards.extract import STYLES
+from verimath.rewards.equality.equivalence import MODES, check_timeout
+from verimath.rewards.extraction.final_answer import STYLES
 
 
 class Response(str):
@@ -51,7 +51,7 @@ class RewardSpec:
     Attributes:
         correct_reward: reward of a correct answer (DAPO: +1).
         wrong_reward: reward of a wrong, missing or timed-out answer (DAPO: -1).
-        style: answer extraction, one of ``verimath.rewards.extract.STYLES``: "auto"
+        style: answer extraction, one of ``verimath.rewards.extraction.final_answer.STYLES``: "auto"
             (``Answer:`` line, then ``\\boxed{}``), "dapo", "boxed", "flexible".
         mode: equivalence mode of `verimath.rewards.is_equivalent` ("symbolic", "integer",
             "string").

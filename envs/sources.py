@@ -33,8 +33,8 @@ from verimath.envs.curriculum import (
     SolvedFilter,
     make_settings,
 )
-from verimath.envs.gen_common import check_level
 from verimath.envs.generators import generate, get_generator, item_rng, make_mixed
+from verimath.envs.generators.common import check_level
 from verimath.envs.problem import Problem, read_problems
 
 

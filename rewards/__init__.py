@@ -1,14 +1,16 @@
 """Rule-based rewards for math RL: answer extraction, equivalence, DAPO's overlong shaping,
 and fast batch scoring. Imports without torch.
 
-Module imports go one way, an arrow pointing at what a module imports
-(``tests/rewards/test_imports.py`` checks it, function-level imports included)::
+Sub-packages by idea, imports going one way (``tests/rewards/test_imports.py`` checks it,
+function-level imports included)::
 
-    adapters, cli -> batch, correctness, explain -> pool -> pool_worker -> equivalence
-    equivalence -> lists -> notation -> boxes, fast_path, plain_math
-    equivalence -> polynomials, size_guard, rules, probe -> tolerance
-    batch, correctness -> extract -> boxes, markers, free_form -> chunks, phrases
-    batch -> overlong;  lists, notation, free_form, polynomials -> brackets
+    adapters, cli -> batch, correctness, explain -> pool -> equality -> text
+    batch, correctness, explain -> extraction -> text;  batch -> shaping
+
+``text`` reads LaTeX and plain text (brackets, boxes, numbers); ``extraction`` finds the final
+answer in a response; ``equality`` decides whether two answers are the same (the fast path,
+the written rules, math-verify); ``pool`` runs the symbolic verdict in worker processes under
+a hard timeout; ``shaping`` holds DAPO's overlong punishment.
 
 Public API (stable names):
     extract_answer, extract_with_path, is_equivalent, correctness_reward, score, explain,
@@ -24,11 +26,12 @@ for a trainer to log every step; ``explain(response, gold)`` for one verdict in 
 from verimath.rewards.adapters import compute_score, compute_score_batch, make_trl_reward
 from verimath.rewards.batch import BatchScores, score_batch
 from verimath.rewards.correctness import correctness_reward, is_equivalent, score
-from verimath.rewards.equivalence import fast_verdict, normalize_answer, symbolic_verdict
+from verimath.rewards.equality.equivalence import fast_verdict, normalize_answer, symbolic_verdict
 from verimath.rewards.explain import Explanation, explain
-from verimath.rewards.extract import extract_answer, extract_with_path
-from verimath.rewards.overlong import overlong_penalty
-from verimath.rewards.pool import ScoringPool, default_pool
+from verimath.rewards.extraction.final_answer import extract_answer, extract_with_path
+from verimath.rewards.moved_modules import alias_moved_modules
+from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
+from verimath.rewards.shaping.overlong import overlong_penalty
 
 __all__ = [
     "BatchScores",
@@ -50,3 +53,16 @@ __all__ = [
     "score_batch",
     "symbolic_verdict",
 ]
+
+# Module paths before the sub-packages (0.1): importable, with a DeprecationWarning.
+alias_moved_modules({f"verimath.rewards.{old}": f"verimath.rewards.{new}" for old, new in (
+    ("extract", "extraction.final_answer"), ("markers", "extraction.markers"),
+    ("free_form", "extraction.free_form"), ("chunks", "extraction.chunks"),
+    ("phrases", "extraction.phrases"), ("brackets", "text.brackets"), ("boxes", "text.boxes"),
+    ("equivalence", "equality.equivalence"), ("rules", "equality.rules"),
+    ("tolerance", "equality.tolerance"), ("probe", "equality.probe"),
+    ("size_guard", "equality.size_guard"), ("fast_path", "equality.fast_path"),
+    ("lists", "equality.lists"), ("notation", "equality.notation"),
+    ("plain_math", "equality.plain_math"), ("polynomials", "equality.polynomials"),
+    ("pool_processes", "pool.scoring_pool"), ("pool_worker", "pool.worker"),
+    ("overlong", "shaping.overlong"))}, removed_in="0.3")

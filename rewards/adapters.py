@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verimath.rewards.batch import score_batch
-from verimath.rewards.equivalence import check_mode, check_timeout
-from verimath.rewards.extract import extract_answer
-from verimath.rewards.overlong import overlong_penalty
+from verimath.rewards.equality.equivalence import check_mode, check_timeout
+from verimath.rewards.extraction.final_answer import extract_answer
+from verimath.rewards.shaping.overlong import overlong_penalty
 
 __all__ = ["TRLReward", "compute_score", "compute_score_batch", "make_trl_reward"]
 

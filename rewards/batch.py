@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from verimath.rewards.equivalence import check_mode, check_timeout, fast_verdict
-from verimath.rewards.extract import PATHS, extract_with_path
-from verimath.rewards.overlong import overlong_penalty
-from verimath.rewards.pool import ScoringPool, default_pool
+from verimath.rewards.equality.equivalence import check_mode, check_timeout, fast_verdict
+from verimath.rewards.extraction.final_answer import PATHS, extract_with_path
+from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
+from verimath.rewards.shaping.overlong import overlong_penalty
 
 __all__ = ["RULES", "BatchScores", "ScoringPool", "score_batch", "score_with_pool"]
 

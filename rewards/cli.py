@@ -25,8 +25,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from verimath.rewards.equivalence import MODES
-from verimath.rewards.extract import STYLES
+from verimath.rewards.equality.equivalence import MODES
+from verimath.rewards.extraction.final_answer import STYLES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,7 +135,7 @@ def _check_args(args) -> None:
 def _score_rows(rows: list[dict], args) -> list[dict]:
     from tqdm import tqdm
     from verimath.rewards.batch import score_batch
-    from verimath.rewards.pool import ScoringPool
+    from verimath.rewards.pool.scoring_pool import ScoringPool
 
     out = []
     with ScoringPool(args.workers) as pool, tqdm(

@@ -19,9 +19,9 @@ caller adds.
 
 from __future__ import annotations
 
-from verimath.rewards.equivalence import check_mode, check_timeout, fast_verdict
-from verimath.rewards.extract import answer_core, extract_answer
-from verimath.rewards.pool import default_pool
+from verimath.rewards.equality.equivalence import check_mode, check_timeout, fast_verdict
+from verimath.rewards.extraction.final_answer import answer_core, extract_answer
+from verimath.rewards.pool.scoring_pool import default_pool
 
 __all__ = ["correctness_reward", "is_equivalent", "score"]
 
@@ -75,7 +75,7 @@ def correctness_reward(
         style: answer extraction, ``"auto"`` (``<answer>`` tag, a final ``A:`` line,
             ``Answer:`` line, then ``\\\\boxed{}``; the strict format, for training),
             ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also final-answer phrases in many
-            languages and the last math; for evaluation); see ``verimath.rewards.extract``.
+            languages and the last math; for evaluation); see ``verimath.rewards.extraction.final_answer``.
         mode: ``"symbolic"`` (fast exact path, then math-verify), ``"integer"`` (DAPO's
             strict integer matching) or ``"string"`` (normalized strings).
         timeout: wall-clock seconds for the symbolic check; a timeout scores -1.0.

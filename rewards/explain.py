@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from verimath.rewards.equivalence import (
+from verimath.rewards.equality.equivalence import (
     check_mode,
     check_timeout,
     fast_verdict,
@@ -33,9 +33,9 @@ from verimath.rewards.equivalence import (
     normalize_answer,
     written_rule_verdict,
 )
-from verimath.rewards.extract import extract_with_path
-from verimath.rewards.notation import align_pair
-from verimath.rewards.pool import ScoringPool, default_pool
+from verimath.rewards.equality.notation import align_pair
+from verimath.rewards.extraction.final_answer import extract_with_path
+from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 
 __all__ = ["RULES", "Explanation", "explain"]
 

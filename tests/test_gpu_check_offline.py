@@ -124,7 +124,7 @@ def test_offline_install_from_a_folder_built_without_network(tmp_path):
                            "--venv", str(venv), "--python", BASE],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    probe = ("import verimath, numba, math_verify; from verimath.rewards import overlong; "
+    probe = ("import verimath, numba, math_verify; from verimath.rewards.shaping import overlong; "
              "print(verimath.__path__[0]); "
              "print(overlong.overlong_penalty([1, 20], max_length=16, cache_length=4).tolist())")
     out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True,

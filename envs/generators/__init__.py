@@ -36,11 +36,11 @@ from dataclasses import replace
 from itertools import count
 
 import numpy as np
-from verimath.envs.gen_algebra import linear, linear_system, quadratic, sequence
-from verimath.envs.gen_arith import arithmetic, fractions, percent
-from verimath.envs.gen_chain import chain, chain_mix
-from verimath.envs.gen_common import LEVELS, check_level
-from verimath.envs.gen_number import base_conversion, combinatorics, gcd_lcm, modular
+from verimath.envs.generators.algebra import linear, linear_system, quadratic, sequence
+from verimath.envs.generators.arith import arithmetic, fractions, percent
+from verimath.envs.generators.chain import chain, chain_mix
+from verimath.envs.generators.common import LEVELS, check_level
+from verimath.envs.generators.number import base_conversion, combinatorics, gcd_lcm, modular
 from verimath.envs.problem import Problem
 
 Generator = Callable[[np.random.Generator, int], Problem]

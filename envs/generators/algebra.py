@@ -9,7 +9,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from verimath.envs.gen_common import check_level, linear_expr, make_problem, nonzero, pick, randint
+from verimath.envs.generators.common import (
+    check_level,
+    linear_expr,
+    make_problem,
+    nonzero,
+    pick,
+    randint,
+)
 from verimath.envs.problem import Problem
 
 _FRACTION_NOTE = " Give the answer as a fraction in lowest terms or an integer."

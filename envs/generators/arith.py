@@ -11,7 +11,7 @@ from fractions import Fraction
 from math import gcd
 
 import numpy as np
-from verimath.envs.gen_common import check_level, make_problem, nonzero, pick, randint
+from verimath.envs.generators.common import check_level, make_problem, nonzero, pick, randint
 from verimath.envs.problem import Problem
 
 # A node is a leaf (value, text) or an operation (op, left, right).

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from verimath.envs.gen_common import check_level, make_problem, pick, randint
+from verimath.envs.generators.common import check_level, make_problem, pick, randint
 from verimath.envs.problem import Problem
 
 # level -> (terms, smallest operand, largest operand, operators)

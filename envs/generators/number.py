@@ -6,7 +6,7 @@ import math
 import string
 
 import numpy as np
-from verimath.envs.gen_common import check_level, make_problem, pick, randint
+from verimath.envs.generators.common import check_level, make_problem, pick, randint
 from verimath.envs.problem import Problem
 
 

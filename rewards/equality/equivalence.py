@@ -1,6 +1,6 @@
 """Answer equivalence: a cheap exact path first, then symbolic math-verify.
 
-Public functions (names and signatures are a contract with ``rewards/pool.py``):
+Public functions (names and signatures are a contract with ``rewards/pool/scoring_pool.py``):
 
 ``fast_verdict(pred, gold, *, mode)``
     Decides in-process, in bounded time, with exact rational arithmetic
@@ -65,25 +65,24 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from verimath.rewards.fast_path import (
+from verimath.rewards.equality.fast_path import (
     compare_lists,
     compare_numbers,
-    integer_digits,
     parse_list,
-    parse_number,
     parse_surd,
 )
-from verimath.rewards.lists import collection, compare_collections
-from verimath.rewards.notation import align_pair, brace_frac_args
-from verimath.rewards.polynomials import parse_polynomial, parse_rational, rationals_equal
-from verimath.rewards.probe import probe_verdict
-from verimath.rewards.rules import (
+from verimath.rewards.equality.lists import collection, compare_collections
+from verimath.rewards.equality.notation import align_pair, brace_frac_args
+from verimath.rewards.equality.polynomials import parse_polynomial, parse_rational, rationals_equal
+from verimath.rewards.equality.probe import probe_verdict
+from verimath.rewards.equality.rules import (
     case_verdict,
     decimal_verdict,
     is_unsolved_equation,
     variable_verdict,
 )
-from verimath.rewards.size_guard import is_intractable
+from verimath.rewards.equality.size_guard import is_intractable
+from verimath.rewards.text.numbers import integer_digits, parse_number
 
 __all__ = [
     "MODES",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from verimath.rewards.brackets import closing_index, top_level_split
-from verimath.rewards.notation import matrix_cells
+from verimath.rewards.equality.notation import matrix_cells
+from verimath.rewards.text.brackets import closing_index, top_level_split
 
 __all__ = ["collection", "compare_collections"]
 

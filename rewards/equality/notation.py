@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import re
 
-from verimath.rewards.boxes import boxed_answer
-from verimath.rewards.brackets import closing_index
-from verimath.rewards.fast_path import parse_number
-from verimath.rewards.plain_math import to_latex
+from verimath.rewards.equality.plain_math import to_latex
+from verimath.rewards.text.boxes import boxed_answer
+from verimath.rewards.text.brackets import closing_index
+from verimath.rewards.text.numbers import parse_number
 
 __all__ = [
     "MAX_ALIGN_CHARS",

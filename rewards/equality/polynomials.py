@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from verimath.rewards.brackets import is_balanced
+from verimath.rewards.text.brackets import is_balanced
 
 __all__ = ["MAX_DEGREE", "parse_polynomial", "parse_rational", "rationals_equal"]
 

@@ -38,7 +38,7 @@ import math
 import random
 from fractions import Fraction
 
-from verimath.rewards.tolerance import decimal_matches, decimals_equal
+from verimath.rewards.equality.tolerance import decimal_matches, decimals_equal
 
 __all__ = ["MIN_POINTS", "POINTS", "RTOL", "probe_verdict"]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from verimath.rewards.tolerance import decimal_matches, decimal_places, decimals_equal
+from verimath.rewards.equality.tolerance import decimal_matches, decimal_places, decimals_equal
 
 __all__ = ["case_verdict", "decimal_verdict", "letters_differ_in_case", "variable_verdict"]
 

@@ -63,10 +63,9 @@ from __future__ import annotations
 
 import re
 
-from verimath.rewards.boxes import BOX_OPENER, box_content, boxed_answer, last_box
-from verimath.rewards.chunks import has_prose
-from verimath.rewards.free_form import final_value, last_phrase_segment, pick_answer
-from verimath.rewards.markers import (
+from verimath.rewards.extraction.chunks import has_prose
+from verimath.rewards.extraction.free_form import final_value, last_phrase_segment, pick_answer
+from verimath.rewards.extraction.markers import (
     MARK,
     after_think,
     answer_tag,
@@ -75,6 +74,7 @@ from verimath.rewards.markers import (
     last_choice,
     refuses,
 )
+from verimath.rewards.text.boxes import BOX_OPENER, box_content, boxed_answer, last_box
 
 __all__ = ["PATHS", "STYLES", "answer_core", "boxed_answer", "extract_answer", "extract_with_path"]
 

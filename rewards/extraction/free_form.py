@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import re
 
-from verimath.rewards.brackets import top_level_indexes
-from verimath.rewards.chunks import math_chunks, tail_chunks
-from verimath.rewards.fast_path import parse_number
-from verimath.rewards.phrases import (
+from verimath.rewards.extraction.chunks import math_chunks, tail_chunks
+from verimath.rewards.extraction.phrases import (
     ANSWER_PHRASE,
     CONNECTOR_GAP,
     COPULA,
@@ -41,6 +39,8 @@ from verimath.rewards.phrases import (
     PHRASE_KEY,
     STRONG_HEDGE,
 )
+from verimath.rewards.text.brackets import top_level_indexes
+from verimath.rewards.text.numbers import parse_number
 
 __all__ = ["final_value", "last_phrase_segment", "pick_answer"]
 

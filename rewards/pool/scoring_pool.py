@@ -5,7 +5,7 @@ cannot interrupt a thread stuck in C code; ``signal.alarm`` (math-verify's own t
 works in the main thread. So every symbolic check runs in a worker process, and a worker that
 passes its deadline is killed with SIGKILL and replaced. The item then counts as incorrect and
 ``timed_out``. Nothing is ever evaluated as Python code here; workers only call
-``verimath.rewards.equivalence.symbolic_verdict``.
+``verimath.rewards.equality.equivalence.symbolic_verdict``.
 
 How workers start cheaply: the pool launches one *zygote*, a fresh interpreter
 (``python -c ...``, so the caller's ``__main__``, torch and its threads are never imported or
@@ -21,15 +21,16 @@ can never be attributed to a later item.
 Crashes: a worker that dies while it holds an item (a segfault, the kernel's OOM killer, a
 stray ``kill``) is replaced and its item is sent once more to a fresh worker; if that one dies
 too, the item counts as incorrect (``(False, False)``) and a warning is logged on the
-``verimath.rewards.pool`` logger. Timeouts are not retried: the same item would time out again. The pool is thread-safe: any number of threads may
-call ``verify`` at once, and they share the ``workers`` processes.
+``verimath.rewards.pool`` logger. Timeouts are not retried: the same item would time out
+again. The pool is thread-safe: any number of threads may call ``verify`` at once, and they
+share the ``workers`` processes.
 
-Imports go one way: ``batch -> pool -> pool_processes -> pool_worker -> equivalence``; batch
-scoring on a given pool is ``score_batch(..., pool=pool)``. This module schedules items onto
-workers, times them out and caches verdicts; the parent side of the processes (launching the
-zygote, forking and killing workers, closing) lives in ``pool_processes.py``, the child side
-(zygote and workers) in ``pool_worker.py``. POSIX only (it needs
-``fork`` and descriptor passing over Unix sockets).
+Imports go one way: ``batch -> pool -> pool.worker -> equivalence``; batch scoring on a given
+pool is ``score_batch(..., pool=pool)``. This module is the parent side: it launches the
+zygote, has it fork and kill workers (:class:`PoolProcesses`), schedules items onto them,
+times them out and caches verdicts; the child side (zygote and workers) is
+``verimath.rewards.pool.worker``. POSIX only (it needs ``fork`` and descriptor passing over
+Unix sockets).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -44,10 +48,109 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 
-from verimath.rewards.pool_processes import PoolProcesses, Worker
+from verimath.rewards.pool.worker import KILL, SPAWN
 
 _DEFAULT_MEMORY_MB = 4096
-_LOG = logging.getLogger(__name__)
+_LOG = logging.getLogger("verimath.rewards.pool")
+
+
+_ZYGOTE_CODE = (
+    "import sys; from verimath.rewards.pool.worker import zygote_main; "
+    "zygote_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
+)
+
+
+class Worker:
+    """A forked worker: its pid and the pool's end of the pipe to it."""
+
+    __slots__ = ("pid", "conn")
+
+    def __init__(self, pid: int, conn: Connection):
+        self.pid = pid
+        self.conn = conn
+
+
+class PoolProcesses:
+    """Everything the pool owns; separate from ScoringPool so a finalizer can close it."""
+
+    def __init__(self, workers: int, memory_limit_mb: int, verdict_path: str):
+        self.workers = workers
+        self.memory_limit_mb = memory_limit_mb
+        self.verdict_path = verdict_path
+        self.cond = threading.Condition()
+        self.spawn_lock = threading.Lock()
+        self.idle: list[Worker] = []
+        self.live: set[Worker] = set()
+        self.slots = 0  # live workers plus workers being spawned
+        self.zygote: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.closed = False
+
+    def kill(self, worker: Worker) -> None:
+        """Have the zygote SIGKILL and reap ``worker`` (only it may: it owns the pid)."""
+        worker.conn.close()
+        with self.spawn_lock:
+            if self.control is not None and self.control.fileno() >= 0:
+                try:
+                    self.control.sendall(KILL + worker.pid.to_bytes(8, "little"))
+                except OSError:
+                    pass  # the zygote is gone, and its workers died with it
+
+    def close(self) -> None:
+        """Close idle pipes, then the control socket: the zygote kills and reaps every worker."""
+        with self.cond:
+            if self.closed:
+                return
+            self.closed = True
+            idle = list(self.idle)
+            self.idle.clear()
+            self.cond.notify_all()
+        for worker in idle:
+            worker.conn.close()
+        with self.spawn_lock:
+            if self.control is not None:
+                self.control.close()
+            if self.zygote is not None:
+                try:
+                    self.zygote.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.zygote.kill()
+                    self.zygote.wait()
+
+    def spawn(self) -> Worker:
+        """A fresh worker forked by the zygote (started first if it is not running)."""
+        with self.spawn_lock:
+            if self.closed:
+                raise RuntimeError("this ScoringPool is closed")
+            if self.zygote is None or self.zygote.poll() is not None:
+                self._start_zygote()
+            try:
+                self.control.sendall(SPAWN + bytes(8))
+                msg, fds, _, _ = socket.recv_fds(self.control, 8, 1)
+            except OSError as exc:
+                raise RuntimeError(f"the scoring pool's zygote process failed: {exc}") from exc
+            if len(msg) != 8 or len(fds) != 1:
+                self.zygote.kill()
+                self.zygote.wait()
+                raise RuntimeError("the scoring pool's zygote process died while starting a worker")
+            return Worker(int.from_bytes(msg, "little"), Connection(fds[0]))
+
+    def _start_zygote(self) -> None:
+        if self.control is not None:
+            self.control.close()
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.zygote = subprocess.Popen(
+            [
+                sys.executable, "-c", _ZYGOTE_CODE,
+                str(theirs.fileno()), str(self.memory_limit_mb), self.verdict_path,
+            ],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.control = ours
 
 
 def _verdict_path(verdict) -> str:
@@ -70,7 +173,7 @@ class ScoringPool:
     Args:
         workers: number of worker processes (default: the CPUs this process may use, at most 8).
         verdict: the function ``(pred, gold) -> bool`` that workers run; default
-            ``verimath.rewards.equivalence.symbolic_verdict`` (math-verify, gold first). A custom
+            ``verimath.rewards.equality.equivalence.symbolic_verdict`` (math-verify, gold first). A custom
             one must be importable by name (workers import it; it is never pickled).
         memory_limit_mb: address-space limit of each worker (``RLIMIT_AS``); an item that
             needs more fails with MemoryError and counts as incorrect. 0 disables it.

@@ -1,6 +1,6 @@
 """The child side of ``ScoringPool``: the zygote process and the workers it forks.
 
-The pool (``verimath.rewards.pool``) starts the zygote as ``python -c`` running
+The pool (``verimath.rewards.pool.scoring_pool``) starts the zygote as ``python -c`` running
 ``zygote_main``; nothing here runs in the caller's process. Protocol on the control socket
 (pool -> zygote): 9-byte messages, ``b"s"`` + 8 zero bytes to fork a worker (the zygote
 answers with the worker's pid and, as passed descriptor, the pool's end of a socket pair to
@@ -40,7 +40,7 @@ def resolve_verdict(path: str = ""):
         for part in qualname.split("."):
             target = getattr(target, part)
         return target
-    from verimath.rewards.equivalence import symbolic_verdict
+    from verimath.rewards.equality.equivalence import symbolic_verdict
 
     return symbolic_verdict
 

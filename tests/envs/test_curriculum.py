@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import AdaptiveLevel, MathEnv, SkipSolved, generate, make_group_env
 from verimath.envs.curriculum import SolvedFilter
-from verimath.envs.curriculum_level import (
+from verimath.envs.curriculum import (
     LevelCurriculum,
     band_side,
     cliff_side,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import generator_items
 from verimath.envs import FAMILIES, FLAWS, flawed_solution, generate, worked_solution
-from verimath.envs.gen_chain import CHAIN_LEVELS
+from verimath.envs.generators.chain import CHAIN_LEVELS
 from verimath.envs.generators import MIXED_DEFAULT
 
 

@@ -245,7 +245,7 @@ def test_first_items_of_seed_zero_are_right(family, level):
 def test_checkers_accept_hand_worked_examples_and_reject_off_by_one(family, prompt, answer):
     from dataclasses import replace
 
-    from verimath.envs.gen_common import make_problem
+    from verimath.envs.generators.common import make_problem
 
     right = make_problem(family, 1, prompt, answer)
     wrong = str(int(Fraction(answer)) + 1) if "/" not in answer else "1/7"

@@ -19,7 +19,7 @@ from verimath.rewards import (
     score_batch,
 )
 from verimath.rewards.batch import score_with_pool
-from verimath.rewards.equivalence import fast_verdict
+from verimath.rewards.equality.equivalence import fast_verdict
 
 
 class RecordingPool:

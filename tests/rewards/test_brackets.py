@@ -1,10 +1,10 @@
-"""The shared bracket-depth helpers (``rewards/brackets.py``) against a plain reference."""
+"""The shared bracket-depth helpers (``rewards/text/brackets.py``) against a plain reference."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.rewards.brackets import closing_index, is_balanced, top_level_split
+from verimath.rewards.text.brackets import closing_index, is_balanced, top_level_split
 
 TEXT = st.text(alphabet="([{}]),a1\\ ", max_size=40)
 

@@ -168,8 +168,8 @@ def test_the_style_and_mode_choices_come_from_the_rewards_modules():
     import argparse
 
     from verimath.rewards.cli import add_arguments
-    from verimath.rewards.equivalence import MODES
-    from verimath.rewards.extract import STYLES
+    from verimath.rewards.equality.equivalence import MODES
+    from verimath.rewards.extraction.final_answer import STYLES
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -9,9 +9,9 @@ from fractions import Fraction
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from verimath.rewards import equivalence as eq
+from verimath.rewards.equality import equivalence as eq
 from verimath.rewards.correctness import is_equivalent
-from verimath.rewards.equivalence import (
+from verimath.rewards.equality.equivalence import (
     brace_frac_args,
     fast_verdict,
     looks_like_code,
@@ -226,7 +226,7 @@ def test_fast_verdict_never_raises(pred, gold, mode):
         ("7\\sqrt{2}", "7\\sqrt{3}", False), ("\\frac{\\pi}{3}", "60^\\circ", False),
         ("\\sqrt[3]{8}", "2", None), ("\\sqrt{-4}", "2", None), ("1+\\sqrt{2}", "\\sqrt{2}+1", None),
         ("1000000000000000001", "10^{18}", False), ("\\frac{1}{999}", "\\frac{1}{998}", False),
-        # decimals (rewards/tolerance.py) and letter case (rewards/rules.py) decide here; the rest is math-verify's
+        # decimals (rewards/equality/tolerance.py) and letter case (rewards/equality/rules.py) decide here; the rest is math-verify's
         ("0.333333", "1/3", False), ("0.1234564", "0.1234561", True),
         ("(1,2)", "\\{1,2\\}", None), ("(2,1)", "[2,1]", None), ("(3,3]", "[3,3)", None),
         ("(1,2,3)", "[1,2,3]", None), ("1234567890123456.7", "1234567890123456.8", False), ("1.414214", "\\sqrt2", None),

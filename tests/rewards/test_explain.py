@@ -16,7 +16,7 @@ from verimath.rewards import (
     score_batch,
 )
 from verimath.rewards.batch import RULES
-from verimath.rewards.extract import PATHS
+from verimath.rewards.extraction.final_answer import PATHS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "verify_cases.jsonl"
 ROWS = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]

@@ -8,8 +8,8 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.rewards import extract as extract_module
-from verimath.rewards.extract import extract_answer
+from verimath.rewards.extraction import final_answer as extract_module
+from verimath.rewards.extraction.final_answer import extract_answer
 
 # Any code point at all, lone surrogates (category Cs) and NUL included.
 _ANY_CHAR = st.characters(codec=None, exclude_categories=())

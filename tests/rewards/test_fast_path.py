@@ -9,8 +9,8 @@ from fractions import Fraction
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from verimath.rewards.equivalence import fast_verdict, symbolic_verdict
-from verimath.rewards.polynomials import MAX_DEGREE, parse_polynomial
+from verimath.rewards.equality.equivalence import fast_verdict, symbolic_verdict
+from verimath.rewards.equality.polynomials import MAX_DEGREE, parse_polynomial
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.rewards import correctness_reward, extract_answer, is_equivalent
-from verimath.rewards.chunks import has_prose, math_chunks
-from verimath.rewards.extract import answer_core
-from verimath.rewards.free_form import pick_answer
+from verimath.rewards.extraction.chunks import has_prose, math_chunks
+from verimath.rewards.extraction.final_answer import answer_core
+from verimath.rewards.extraction.free_form import pick_answer
 
 FLEXIBLE = [
     # (response, flexible answer); auto finds nothing in any of these but the first two

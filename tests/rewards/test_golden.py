@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from verimath.rewards.correctness import correctness_reward
-from verimath.rewards.equivalence import MODES, fast_verdict
-from verimath.rewards.extract import extract_answer
+from verimath.rewards.equality.equivalence import MODES, fast_verdict
+from verimath.rewards.extraction.final_answer import extract_answer
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "verify_cases.jsonl"
 FIELDS = {"response": str, "gold": str, "expected": bool, "mode": str, "note": str}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from verimath.rewards import correctness_reward, extract_answer, is_equivalent, score_batch
-from verimath.rewards.extract import STYLES
+from verimath.rewards.extraction.final_answer import STYLES
 
 HACKS = [
     # (response, gold, what it tries)

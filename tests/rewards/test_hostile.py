@@ -22,8 +22,8 @@ from verimath.rewards import (
     make_trl_reward,
     score_batch,
 )
-from verimath.rewards.equivalence import symbolic_verdict
-from verimath.rewards.pool import default_pool
+from verimath.rewards.equality.equivalence import symbolic_verdict
+from verimath.rewards.pool.scoring_pool import default_pool
 
 CODE_PAYLOADS = [
     "__import__('os').system('touch {p}')",

@@ -1,4 +1,5 @@
-"""Imports inside rewards/ go one way: no cycle, not even through a function-level import."""
+"""Imports inside rewards/ go one way: no cycle between modules, not even through a
+function-level import, and sub-packages import only the ones below them (:data:`LAYERS`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ PACKAGE = "verimath.rewards"
 
 
 def _module_name(path: Path) -> str:
-    return PACKAGE if path.stem == "__init__" else f"{PACKAGE}.{path.stem}"
+    parts = path.relative_to(REWARDS).with_suffix("").parts
+    return ".".join((PACKAGE, *parts[:-1], *([] if parts[-1] == "__init__" else parts[-1:])))
 
 
 def _imports(path: Path) -> set[str]:
@@ -31,7 +33,16 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-GRAPH = {_module_name(p): _imports(p) - {_module_name(p)} for p in sorted(REWARDS.glob("*.py"))}
+GRAPH = {_module_name(p): _imports(p) - {_module_name(p)} for p in sorted(REWARDS.rglob("*.py"))}
+
+LAYERS = {
+    "text": set(),
+    "extraction": {"text"},
+    "equality": {"text"},
+    "pool": {"equality", "text"},
+    "shaping": set(),
+}
+"""The sub-packages each sub-package may import (the package's top modules may import all)."""
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -57,15 +68,34 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_the_graph_sees_function_level_imports():
-    # pool_worker imports the default verdict inside a function; the scan must see it.
-    assert f"{PACKAGE}.equivalence" in GRAPH[f"{PACKAGE}.pool_worker"]
-    assert len(GRAPH) >= 15
+def test_the_graph_sees_function_level_imports_and_sub_packages():
+    # the pool's worker imports the default verdict inside a function; the scan must see it.
+    assert f"{PACKAGE}.equality.equivalence" in GRAPH[f"{PACKAGE}.pool.worker"]
+    assert {f"{PACKAGE}.{name}" for name in LAYERS} <= set(GRAPH)
+    assert len(GRAPH) >= 25
+
+
+def _sub_package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in LAYERS else None
+
+
+def test_sub_packages_import_only_those_below_them():
+    wrong = [f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps
+             if _sub_package(m) and d.startswith(PACKAGE + ".")
+             and _sub_package(d) != _sub_package(m)
+             and _sub_package(d) not in LAYERS[_sub_package(m)]]
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_layers_table_itself_has_no_cycle():
+    table = {f"{PACKAGE}.{k}": {f"{PACKAGE}.{v}" for v in vs} for k, vs in LAYERS.items()}
+    assert _cycle(table) is None
 
 
 def test_cycle_finder_finds_a_planted_cycle():
     planted = {k: set(v) for k, v in GRAPH.items()}
-    planted[f"{PACKAGE}.equivalence"].add(f"{PACKAGE}.batch")
+    planted[f"{PACKAGE}.equality.equivalence"].add(f"{PACKAGE}.batch")
     assert _cycle(planted) is not None
 
 
@@ -75,9 +105,12 @@ def test_rewards_imports_have_no_cycle():
 
 @pytest.mark.parametrize(
     ("lower", "upper"),
-    [("pool", "batch"), ("equivalence", "pool"), ("equivalence", "correctness"),
-     ("pool_worker", "pool"), ("extract", "equivalence"), ("free_form", "extract"),
-     ("chunks", "free_form"), ("notation", "equivalence")],
+    [("pool.scoring_pool", "batch"), ("equality.equivalence", "pool.scoring_pool"),
+     ("equality.equivalence", "correctness"), ("pool.worker", "pool.scoring_pool"),
+     ("extraction.final_answer", "equality.equivalence"),
+     ("extraction.free_form", "extraction.final_answer"),
+     ("extraction.chunks", "extraction.free_form"),
+     ("equality.notation", "equality.equivalence")],
 )
 def test_a_lower_module_never_imports_an_upper_one(lower, upper):
     assert f"{PACKAGE}.{upper}" not in _reachable(f"{PACKAGE}.{lower}")

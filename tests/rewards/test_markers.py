@@ -1,4 +1,4 @@
-"""Answer tags, ``A:`` lines, ``The answer is:`` labels and refusals (``rewards/markers.py``)."""
+"""Answer tags, ``A:`` lines, ``The answer is:`` labels and refusals (``rewards/extraction/markers.py``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.rewards import correctness_reward, extract_answer
-from verimath.rewards.extract import extract_with_path
-from verimath.rewards.markers import after_think, answer_tag, final_a_line, refuses
+from verimath.rewards.extraction.final_answer import extract_with_path
+from verimath.rewards.extraction.markers import after_think, answer_tag, final_a_line, refuses
 
 PROSE = st.text(alphabet="abcdefgh xyz.,", max_size=40)
 

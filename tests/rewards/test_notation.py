@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from verimath.rewards import fast_verdict, is_equivalent
-from verimath.rewards.notation import align_pair, as_interval, strip_trailing_backslash
+from verimath.rewards.equality.notation import align_pair, as_interval, strip_trailing_backslash
 
 PM = "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}"
 COLUMN = "\\begin{pmatrix}1\\\\2\\end{pmatrix}"

@@ -10,7 +10,7 @@ import strategies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.rewards import overlong_penalty
-from verimath.rewards.overlong import _penalty_loop
+from verimath.rewards.shaping.overlong import _penalty_loop
 
 
 def reference(length, max_length, cache_length) -> Fraction:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import strategies
-from verimath.rewards.pool import ScoringPool, default_pool
+from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 
 
 def _gone(pid: int) -> bool:
@@ -104,7 +104,7 @@ def test_concurrent_threads_get_their_own_answers(sleepy):
 
 def test_a_crashing_worker_counts_as_incorrect_and_is_replaced(caplog):
     with ScoringPool(2, verdict=strategies.crashing_verdict, cache_size=0) as pool:
-        with caplog.at_level("WARNING", logger="verimath.rewards.pool"):
+        with caplog.at_level("WARNING", logger="verimath.rewards.pool.scoring_pool"):
             got = pool.verify([("a", "a"), ("crash", "crash"), ("b", "b"), ("crash", "x")],
                               timeout=5)
         assert got == [(True, False), (False, False), (True, False), (False, False)]
@@ -275,7 +275,7 @@ def test_an_interrupted_verify_frees_its_workers():
 
 
 def test_configure_default_pool_replaces_the_shared_pool():
-    from verimath.rewards.pool import configure_default_pool, default_pool
+    from verimath.rewards.pool.scoring_pool import configure_default_pool, default_pool
 
     old = default_pool()
     pool = configure_default_pool(1)

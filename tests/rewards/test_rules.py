@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.rewards import is_equivalent
-from verimath.rewards.equivalence import fast_verdict, symbolic_verdict
-from verimath.rewards.plain_math import to_latex
-from verimath.rewards.tolerance import decimal_matches
+from verimath.rewards.equality.equivalence import fast_verdict, symbolic_verdict
+from verimath.rewards.equality.plain_math import to_latex
+from verimath.rewards.equality.tolerance import decimal_matches
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def test_real_domain_roots_plain_logs_and_solution_sets(pred, gold, expected):
 def test_plain_towers_meet_the_size_guard_without_waiting_for_the_timeout():
     import time
 
-    from verimath.rewards.equivalence import symbolic_verdict
+    from verimath.rewards.equality.equivalence import symbolic_verdict
 
     start = time.perf_counter()
     assert symbolic_verdict("2**2**2**2**2**2", "4") is False  # in-process: no pool fence

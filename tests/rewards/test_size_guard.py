@@ -8,8 +8,8 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.rewards.equivalence import symbolic_verdict
-from verimath.rewards.size_guard import MAX_RESULT_DIGITS, is_intractable
+from verimath.rewards.equality.equivalence import symbolic_verdict
+from verimath.rewards.equality.size_guard import MAX_RESULT_DIGITS, is_intractable
 
 
 @pytest.mark.parametrize(

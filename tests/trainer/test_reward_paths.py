@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.rewards import score_batch
 from verimath.rewards.batch import RULES
-from verimath.rewards.extract import PATHS
+from verimath.rewards.extraction.final_answer import PATHS
 from verimath.trainer.algo.dynamic_sampling import SamplingStats
 from verimath.trainer.algo.step_metrics import path_shares, step_metrics
 from verimath.trainer.model.tiny import make_char_tokenizer

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from verimath.rewards.batch import RULES
-from verimath.rewards.extract import PATHS
+from verimath.rewards.extraction.final_answer import PATHS
 from verimath.trainer.algo.batch import TrainBatch
 from verimath.trainer.algo.dynamic_sampling import SamplingStats
 from verimath.trainer.algo.loss import k3_estimate

@@ -27,8 +27,8 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from verimath.rewards.equivalence import MODES
-    from verimath.rewards.extract import STYLES
+    from verimath.rewards.equality.equivalence import MODES
+    from verimath.rewards.extraction.final_answer import STYLES
     from verimath.trainer.rollout.engine import ENGINES
 
     a = parser.add_argument
@@ -105,7 +105,7 @@ def _check_numbers(args) -> None:
         if value is not None and value < low:
             raise ValueError(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
     if args.timeout is not None:
-        from verimath.rewards.equivalence import check_timeout
+        from verimath.rewards.equality.equivalence import check_timeout
 
         try:
             check_timeout(args.timeout)

@@ -271,7 +271,7 @@ def _build(spec: WorkerSpec):
 
     torch.set_num_threads(max(1, spec.threads))
     if spec.reward_workers:
-        from verimath.rewards.pool import configure_default_pool
+        from verimath.rewards.pool.scoring_pool import configure_default_pool
 
         configure_default_pool(spec.reward_workers)
     tokenizer = pickle.loads(spec.tokenizer)

@@ -103,7 +103,7 @@ class RoundStats:
     reward_sum: float = 0.0
     """Sum of the shaped rewards of every response (correctness plus length penalty)."""
     paths: list[str] = field(default_factory=list)
-    """Per response, where its answer was found (``verimath.rewards.extract.PATHS``)."""
+    """Per response, where its answer was found (``verimath.rewards.extraction.final_answer.PATHS``)."""
     rules: list[str] = field(default_factory=list)
     """Per response, the rule that decided its reward (``verimath.rewards.batch.RULES``)."""
     curriculum: list = field(default_factory=list)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import torch
 from verimath.envs import Problem
-from verimath.rewards.pool import configure_default_pool
+from verimath.rewards.pool.scoring_pool import configure_default_pool
 from verimath.trainer.algo.schedule import TokenClock, make_lr_lambda
 from verimath.trainer.checkpoint.files import load_checkpoint, resolve_checkpoint
 from verimath.trainer.checkpoint.run_state import is_sharded, restore_state, saved_record

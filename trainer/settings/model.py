@@ -94,7 +94,7 @@ class DataConfig:
     adapt_level: bool = False
     """Difficulty that follows the policy, for the procedural family: each family's
     difficulty (starting at ``level``) moves up while its groups are mostly solved by every
-    sample and down while mostly by none (``verimath.envs.curriculum_level``;
+    sample and down while mostly by none (``verimath.envs.curriculum``;
     ``curriculum/difficulty/<family>`` and its pass rate in the metrics). Held-out problems
     stay at ``level``."""
     adapt_band: tuple[float, float] = (0.1, 0.9)

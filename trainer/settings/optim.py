@@ -124,7 +124,7 @@ class WarmstartConfig:
                  f"{self.target_accuracy})")
         _require(self.targets in ("answer", "solution"),
                  f"warmstart.targets must be 'answer' or 'solution', got {self.targets!r}")
-        from verimath.envs.gen_chain import FLAWS
+        from verimath.envs.generators.chain import FLAWS
         _require(bool(self.flaws) and all(f in FLAWS for f in self.flaws),
                  f"warmstart.flaws must be a non-empty list of {list(FLAWS)}, got {list(self.flaws)}")
         _require(self.target_accuracy is None or 0 < self.target_accuracy <= 1,

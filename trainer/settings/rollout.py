@@ -95,7 +95,7 @@ class RolloutConfig:
 @dataclass(frozen=True)
 class RewardConfig:
     answer_style: str = "auto"
-    """How the final answer is found: one of ``verimath.rewards.extract.STYLES`` (``dapo``:
+    """How the final answer is found: one of ``verimath.rewards.extraction.final_answer.STYLES`` (``dapo``:
     the last ``Answer: x``; ``boxed``; ``auto``; ``flexible``)."""
     mode: str = "symbolic"
     """Equivalence mode passed to ``verimath.rewards.score_batch``."""
@@ -111,8 +111,8 @@ class RewardConfig:
     the shared pool's default size (``$VERIMATH_WORKERS``, else the usable CPUs, at most 8)."""
 
     def __post_init__(self) -> None:
-        from verimath.rewards.equivalence import MODES, check_timeout
-        from verimath.rewards.extract import STYLES
+        from verimath.rewards.equality.equivalence import MODES, check_timeout
+        from verimath.rewards.extraction.final_answer import STYLES
 
         _require(self.answer_style in STYLES, f"reward.answer_style must be one of "
                                               f"{', '.join(STYLES)}, got {self.answer_style!r}")
