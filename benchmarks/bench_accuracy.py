@@ -26,6 +26,17 @@ numbers, refusals that restate the question's numbers) before the code that hand
 kinds. Both tables are split into a dev part and a held-out part by ``split_of`` (a fixed
 rule on each row's id, by kind): the code is tuned on the dev part only.
 
+A third table, ``benchmarks/data/grader_cases.jsonl``, is held out as a whole (each row says
+``"split": "heldout"``): written by hand, before the code that handles its kinds, from the
+kinds of pairs graders' own test suites check (math-verify, lighteval, TRL's accuracy reward,
+verl's ``math_dapo``) and from the conventions RL graders rule on (delimiters, ``name =
+value`` golds, relations, decimals, order, choice letters, pairs that agree on many points
+but not all). A row's ``split`` field, when present, overrides the id rule.
+
+The golden table of the tests (``tests/golden/verify_cases.jsonl``, whole responses) is
+scored too, its ``mode: symbolic`` rows only (the other modes are verimath's strict
+integer and string matching, which math-verify does not have); it is all dev.
+
 With the real datasets at hand (``../shared/data`` or ``$VERIMATH_DATA_DIR``), a second
 table scores text nobody wrote for this benchmark: the 500 worked solutions of MATH-500
 with their ``\\boxed{}`` removed (the content kept) and the 1,319 GSM8K test solutions
@@ -49,6 +60,9 @@ from pathlib import Path
 
 TABLE = Path(__file__).resolve().parent / "data" / "accuracy_cases.jsonl"
 NEW_TABLE = Path(__file__).resolve().parent / "data" / "new_cases.jsonl"
+GRADER_TABLE = Path(__file__).resolve().parent / "data" / "grader_cases.jsonl"
+GOLDEN_TABLE = Path(__file__).resolve().parents[1] / "tests" / "golden" / "verify_cases.jsonl"
+TABLES = (TABLE, NEW_TABLE, GRADER_TABLE)
 SPLITS = ("all", "dev", "heldout")
 DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 FIELDS = {"id": str, "kind": str, "source": str, "input": str, "text": str, "gold": str,
@@ -89,18 +103,38 @@ def load_cases(path: Path = TABLE) -> list[dict]:
             if row["input"] not in ("response", "pred"):
                 raise ValueError(f"{path.name} line {lineno}: field 'input' must be 'response' "
                                  f"or 'pred', got {row['input']!r}")
+            if row.get("split", "dev") not in ("dev", "heldout"):
+                raise ValueError(f"{path.name} line {lineno}: field 'split' must be 'dev' or "
+                                 f"'heldout', got {row['split']!r}")
             rows.append(row)
+    return rows
+
+
+def golden_cases(path: Path = GOLDEN_TABLE) -> list[dict]:
+    """The golden table's ``mode: symbolic`` rows as response rows of this benchmark (dev)."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            row = json.loads(line)
+            if row["mode"] == "symbolic":
+                rows.append({"id": f"golden-{lineno:03d}", "kind": "golden", "input": "response",
+                             "source": f"{path.name}: {row['note']}", "text": row["response"],
+                             "gold": row["gold"], "label": row["expected"], "split": "dev"})
     return rows
 
 
 def split_of(rows: list[dict]) -> list[str]:
     """``"dev"`` or ``"heldout"`` per row, fixed before the code was tuned: within each
     ``kind``, rows ordered by the SHA-256 of their ``id`` alternate dev, held-out, dev...
-    Code is written and tuned reading the dev part only; the held-out part measures it."""
+    A row with a ``split`` field keeps it. Code is written and tuned reading the dev part
+    only; the held-out part measures it."""
     by_kind: dict[str, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_kind[row["kind"]].append(i)
     out = [""] * len(rows)
+    for i, row in enumerate(rows):
+        if "split" in row:
+            out[i] = row["split"]
+        else:
+            by_kind[row["kind"]].append(i)
     for idx in by_kind.values():
         idx.sort(key=lambda i: hashlib.sha256(rows[i]["id"].encode()).hexdigest())
         for rank, i in enumerate(idx):
@@ -227,8 +261,9 @@ def _unbox(text: str) -> str:
     return "".join(out)
 
 
-def compare(rows: list[dict], verbose: bool) -> None:
-    """Run both verifiers on ``rows`` and print the table (and, verbose, the misses)."""
+def compare(rows: list[dict], verbose: bool) -> dict[str, float]:
+    """Run both verifiers on ``rows``, print the table (and, verbose, the misses); return the
+    share of rows each system gets right, by system name."""
     t0 = time.perf_counter()
     mv = math_verify_verdicts(rows)
     t1 = time.perf_counter()
@@ -243,29 +278,62 @@ def compare(rows: list[dict], verbose: bool) -> None:
             print(f"\n-- {name}: {len(wrong)} wrong")
             for r in wrong:
                 print(f"   {r['id']:28s} label={r['label']!s:5s} {r['text'][-70:]!r} | gold {r['gold']!r}")
+    return {name: sum(v == r["label"] for v, r in zip(verdicts, rows)) / max(len(rows), 1)
+            for name, verdicts in systems.items()}
+
+
+def summary(results: dict[str, dict[str, dict]]) -> str:
+    """Markdown: per table and split, rows and math-verify against verimath (flexible, auto)."""
+    lines = ["| table | split | rows | math-verify | verimath flexible | verimath auto |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for table, parts in results.items():
+        for split, got in parts.items():
+            cells = [f"{100 * got[name]:.1f}" for name in ("math-verify", "verimath flexible", "verimath auto")]
+            lines.append(f"| {table} | {split} | {got['rows']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print every row a verifier gets wrong")
     parser.add_argument("--quick", action="store_true",
-                        help="the labelled table only (no real-text table)")
+                        help="the labelled tables only (no real-text table)")
     parser.add_argument("--split", default="all", choices=SPLITS,
                         help="the part of each labelled table to score (see split_of)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the per-table, per-split shares as JSON to this file")
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
-    for table in (TABLE, NEW_TABLE):
-        rows = select_split(load_cases(table), args.split)
-        print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
-              f"{sum(not r['label'] for r in rows)} wrong) from {table.name}, split {args.split}")
-        compare(rows, args.verbose)
+    tables = [(t.name, load_cases(t)) for t in TABLES] + [(GOLDEN_TABLE.name, golden_cases())]
+    results: dict[str, dict[str, dict]] = {}
+    for name, all_rows in tables:
+        splits = ("dev", "heldout") if args.split == "all" else (args.split,)
+        for split in splits:
+            rows = select_split(all_rows, split)
+            if not rows:
+                continue
+            print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
+                  f"{sum(not r['label'] for r in rows)} wrong) from {name}, split {split}")
+            results.setdefault(name, {})[split] = {"rows": len(rows), **compare(rows, args.verbose)}
+    print("\n== summary (share of rows each verifier gets right, %)\n" + summary(results))
     real = [] if args.quick else unboxed_math500() + gsm8k_worked()
     if real:
         print(f"\n== {len(real)} worked solutions, answer markers removed, from {DATA_DIR}")
-        compare(real, args.verbose)
+        results["real text"] = {"all": {"rows": len(real), **compare(real, args.verbose)}}
     else:
         print(f"\n(no MATH-500 at {DATA_DIR}: set VERIMATH_DATA_DIR for the real-text table)")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(_with_versions(results), indent=1) + "\n", encoding="utf-8")
+
+
+def _with_versions(results: dict) -> dict:
+    from importlib.metadata import version
+
+    versions = {name: version(name) for name in ("math-verify", "sympy", "latex2sympy2_extended")}
+    return {"date": time.strftime("%Y-%m-%d"), "versions": versions, "load": os.getloadavg(),
+            "shares": results}
 
 
 if __name__ == "__main__":

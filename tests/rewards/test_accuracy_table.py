@@ -87,3 +87,31 @@ def test_no_style_accepts_a_hack_of_the_new_table():
     for style, got in verdicts.items():
         hacks = [r["id"] for v, r in zip(got, NEW_ROWS) if v and r["kind"].startswith("reward_hack")]
         assert hacks == [], f"{style} accepted {hacks}"
+
+
+GRADER_ROWS = bench.load_cases(bench.GRADER_TABLE)
+
+
+def test_the_grader_table_is_held_out_whole_and_well_formed():
+    assert len(GRADER_ROWS) >= 200 and len({r["id"] for r in GRADER_ROWS}) == len(GRADER_ROWS)
+    assert set(bench.split_of(GRADER_ROWS)) == {"heldout"}
+    assert bench.select_split(GRADER_ROWS, "dev") == []
+    kinds = Counter(r["kind"] for r in GRADER_ROWS)
+    assert len(kinds) >= 8 and min(kinds.values()) >= 10, kinds
+    assert all(r["source"].strip() for r in GRADER_ROWS)
+
+
+def test_a_split_field_overrides_the_id_rule_and_is_checked(tmp_path):
+    rows = [{"id": "a", "kind": "k"}, {"id": "b", "kind": "k", "split": "heldout"}]
+    assert bench.split_of(rows) == ["dev", "heldout"]
+    bad = tmp_path / "cases.jsonl"
+    bad.write_text('{"id": "a", "kind": "k", "source": "s", "input": "pred", "text": "1", '
+                   '"gold": "1", "label": true, "split": "test"}\n')
+    with pytest.raises(ValueError, match="line 1: field 'split'"):
+        bench.load_cases(bad)
+
+
+def test_the_golden_table_joins_the_benchmark_as_symbolic_dev_rows():
+    rows = bench.golden_cases()
+    assert rows and {r["split"] for r in rows} == {"dev"}
+    assert {r["input"] for r in rows} == {"response"}
