@@ -88,6 +88,18 @@ bench-lora: setup
 bench-async: setup
 	$(BIN)/python benchmarks/bench_async.py $(BENCH_ARGS)
 
+# The documentation site (mkdocs.yml, docs/): the `docs` extra into .venv, then a strict build
+# into site/ (any warning, such as a broken link or a page left out of the nav, fails it).
+DOCS_STAMP := $(VENV)/.docs
+.PHONY: docs
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q $(PIN) -e ".[docs]"
+	touch $(DOCS_STAMP)
+
 # The wheel folder of scripts/gpu_check.sh --offline (scripts/wheelhouse.py; under 64 MiB).
 WHEELS ?= wheels
 WHEELS_PYTHON ?= 3.12
