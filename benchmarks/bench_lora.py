@@ -38,11 +38,11 @@ def measure(mode: str, *, layers: int, batch: int, length: int, rank: int, updat
     """One mode, in this process: the row of the table."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    from verimath.trainer.algo.logprobs import token_logprobs
     from verimath.trainer.algo.loss import dapo_policy_loss
     from verimath.trainer.config import ModelConfig
+    from verimath.trainer.core.distributed import full_parameters
+    from verimath.trainer.core.logprobs import token_logprobs
     from verimath.trainer.model.lora import add_lora, merged_parameters, trainable_parameters
-    from verimath.trainer.run.distributed import full_parameters
 
     torch.manual_seed(0)
     if threads:

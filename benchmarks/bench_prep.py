@@ -21,7 +21,8 @@ from verimath.datasets_prep import decontaminate, prepare
 from verimath.datasets_prep.contamination import DEFAULT_N, ngrams, words
 from verimath.envs import Problem
 
-DATA = Path(os.environ.get("VERIMATH_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("VERIMATH_DATA_DIR",
+                           Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def load_sets(n_train: int):

@@ -100,8 +100,9 @@ def prompts_for(tokenizer, load: Workload) -> list[list[int]]:
 def run_case(engine_name: str, folder: Path, load: Workload) -> dict:
     """One measurement, in this process (the parent runs it in a fresh one)."""
     import torch
+    from verimath.trainer.core.protocols import SamplingParams
     from verimath.trainer.model.policy import load_pretrained
-    from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+    from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
     model, tokenizer = load_pretrained(folder, dtype=torch.float32)
     model.eval()
@@ -163,7 +164,7 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main() -> None:
-    from verimath.trainer.rollout.engine import ENGINES
+    from verimath.trainer.config.choices import ENGINES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller batches (CI smoke)")

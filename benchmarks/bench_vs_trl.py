@@ -10,10 +10,10 @@ thread each, the same procedural training problems and prompt text. The runs go 
 the other, interleaved (verimath seed 0, TRL seed 0, verimath seed 1, ...), each in its own
 process (``vs_trl_runs.py``), so that both trainers see similar machine load.
 
-Both train the same number of RL steps (one step = one generation round). Every ``--every``
-steps the model is scored on the same 200 held-out problems by the same
-``verimath.trainer.evaluation.evaluate.evaluate`` call (avg@16 at temperature 1, and greedy, same seed);
-evaluation time is excluded from the wall time. The table compares the trainers
+Both train the same number of RL steps (one step = one generation round). Every ``--every`` steps
+the model is scored on the same 200 held-out problems by the same
+``verimath.trainer.evaluation.evaluate.evaluate`` call (avg@16 at temperature 1, and greedy, same
+seed); evaluation time is excluded from the wall time. The table compares the trainers
 
 - at the end of the run,
 - at equal wall time: the shortest final wall time of the main runs, each curve interpolated
@@ -158,7 +158,8 @@ def _pct(s: dict | None) -> str:
         return "n/a"
     if s["n"] == 1:
         return f"{100 * s['mean']:.1f}"
-    return f"{100 * s['mean']:.1f} ± {100 * s['std']:.1f} [{100 * s['min']:.1f}, {100 * s['max']:.1f}]"
+    return (f"{100 * s['mean']:.1f} ± {100 * s['std']:.1f} "
+            f"[{100 * s['min']:.1f}, {100 * s['max']:.1f}]")
 
 
 def _num(s: dict | None, scale: float = 1.0, digits: int = 0) -> str:
@@ -189,7 +190,8 @@ def format_table(rows: list[dict], budget: dict) -> str:
         update = p.get("update", 0.0) + p.get("logp_and_advantages", 0.0)
         other = p.get("other", 0.0)
         cost.append(f"| {r['label']} | {_num(r['tokens'], 1e6, 3)} | {_num(r['wall_s'])} | "
-                    f"{_num(r['cpu_s'])} | {_num(r['tokens_per_s'])} | {_num(r['load'], digits=1)} | "
+                    f"{_num(r['cpu_s'])} | {_num(r['tokens_per_s'])} | "
+                    f"{_num(r['load'], digits=1)} | "
                     f"{p.get('generate', 0):.0f} | {p.get('score', 0):.0f} | {update:.0f} | "
                     f"{other:.0f} |")
     start = rows[0]

@@ -13,7 +13,8 @@ seed; the clock stops while they are.
     python benchmarks/vs_trl_runs.py warmstart --out DIR
     python benchmarks/vs_trl_runs.py verimath --model DIR --seed 0 --steps 100 --every 10 \
         --result run.json [override ...]
-    python benchmarks/vs_trl_runs.py trl --model DIR --seed 0 --steps 100 --every 10 --result run.json
+    python benchmarks/vs_trl_runs.py trl --model DIR --seed 0 --steps 100 --every 10 --result
+    run.json
 
 A run writes one JSON record (see :func:`record`) that ``bench_vs_trl.py`` reads.
 

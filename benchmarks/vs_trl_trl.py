@@ -105,7 +105,7 @@ def run_trl(model_dir: str, seed: int, steps: int, every: int, k: int, out: Path
     from verimath.rewards import make_trl_reward
     from verimath.trainer.evaluation.evaluate import evaluate
     from verimath.trainer.model.policy import load_tokenizer
-    from verimath.trainer.rollout.engine import HFRolloutEngine
+    from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
     torch.set_num_threads(1)
     cfg = base_config([f"data.seed={seed}"])
@@ -148,7 +148,8 @@ def run_trl(model_dir: str, seed: int, steps: int, every: int, k: int, out: Path
     load0 = load_avg()
     start = start_point(evaluate_now(), load0)
     checkpoints = Checkpoints()
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=trl_config(cfg, seed, steps, out),
+    trainer = GRPOTrainer(model=model, reward_funcs=[reward],
+                          args=trl_config(cfg, seed, steps, out),
                           train_dataset=dataset, processing_class=tokenizer,
                           callbacks=[checkpoints])
     _time_method(trainer, "_generate_and_score_completions", timing, "generate_and_score")

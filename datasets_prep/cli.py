@@ -7,10 +7,10 @@
     verimath prep generic --input my.csv --problem-field question --answer-field final \\
         --output mine.jsonl
 
-Prints counts (read, rejected, deduplicated, decontaminated, kept) and three sample
-records; exits 2, as ``verimath train`` and ``verimath score`` do, on malformed input (the
-message names file, line/row and field) or when no problem is left, 0 otherwise. Writes are atomic: a failed run leaves an
-existing output file as it was.
+Prints counts (read, rejected, deduplicated, decontaminated, kept) and three sample records; exits
+2, as ``verimath train`` and ``verimath score`` do, on malformed input (the message names file,
+line/row and field) or when no problem is left, 0 otherwise. Writes are atomic: a failed run leaves
+an existing output file as it was.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--integer-answers", action="store_true",
                         help="keep only problems whose gold is an integer (the DAPO paper's rule)")
     parser.add_argument("--decontaminate-against", nargs="+", default=[], metavar="FILE",
-                        help="eval problem files (written by verimath prep) to decontaminate against")
+                        help="eval problem files (written by verimath prep) to "
+                             "decontaminate against")
     parser.add_argument("--ngram", type=int, default=13,
                         help="words per n-gram for decontamination (default 13)")
     parser.add_argument("--min-coverage", type=float, default=0.0, metavar="FRACTION",
@@ -120,8 +121,9 @@ def _run(args: argparse.Namespace) -> int:
         except FileNotFoundError:
             raise FileNotFoundError(f"--decontaminate-against {path}: no such file") from None
         except ProblemFileError as exc:
-            raise ProblemFileError(f"{exc} (--decontaminate-against takes problem files "
-                                   "written by verimath prep; convert the eval set first)") from None
+            raise ProblemFileError(
+                f"{exc} (--decontaminate-against takes problem files written by verimath "
+                "prep; convert the eval set first)") from None
     with tqdm(desc="verify", unit="gold", disable=None, leave=False, file=sys.stderr) as bar:
         result = prepare(
             args.source, args.input, split=args.split, name=args.name, subset=args.subset,

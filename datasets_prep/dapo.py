@@ -119,7 +119,8 @@ def gold_answer(data: Mapping[str, Any]) -> str:
 
 
 def convert(row: RawRow, *, name: str = NAME, split: str = "train") -> Problem:
-    """One DAPO-Math-17k row (either layout) into a `Problem` with id ``"{name}/{split}/{index}"``."""
+    """One DAPO-Math-17k row (either layout) into a `Problem` with id
+    ``"{name}/{split}/{index}"``."""
     data = row.data
     problem, found = strip_template(prompt_text(data))
     if not problem:

@@ -45,7 +45,8 @@ def convert(
     if id_field is not None:
         value = get_field(data, id_field)
         if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-            raise RowError(id_field, f"ids must be non-empty strings or integers, got {value!r:.40}")
+            raise RowError(id_field,
+                           f"ids must be non-empty strings or integers, got {value!r:.40}")
         key = str(value).strip()
     meta = {f: jsonable(optional(data, f)) for f in meta_fields}
     return Problem(

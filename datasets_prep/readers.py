@@ -140,7 +140,8 @@ def _import(module: str) -> Any:
     try:
         return __import__(module, fromlist=["_"])
     except ImportError:
-        raise ImportError(f"reading this input needs {module.split('.')[0]}: {_DATA_EXTRA}") from None
+        raise ImportError(
+            f"reading this input needs {module.split('.')[0]}: {_DATA_EXTRA}") from None
 
 
 def _open_parquet(path: str, label: str) -> Rows:

@@ -26,15 +26,14 @@ Evidence arrives through ``MathEnv.observe(problems, correct)`` with ``correct``
 a trainer that steps a group env needs no extra call. ``stats()`` gives metrics
 (``curriculum/...`` keys) for logging.
 
-How ``adapt_level`` moves. A family's difficulty is an integer step ``s = level * substeps + j`` (``j = 0..substeps-1``):
-its problems are posed at ``level``, a share ``j / substeps`` of them one level up, each
-problem's level drawn from its own seeded RNG (`draw_level`). With ``substeps = 1`` the
-difficulty moves whole levels. Each problem carries the difficulty it was posed at
-(``meta["difficulty"]``, ``s / substeps``); groups posed at the current difficulty fill a
-window of the latest ``min_groups`` (with the level each was posed at), and once it is full
-every further group is a check (`mix_side`). A group's pass rate is too low below ``low``
-(nearly all wrong) and too high above ``high`` (nearly all right): either way it teaches
-little. The check says
+How ``adapt_level`` moves. A family's difficulty is an integer step ``s = level * substeps + j``
+(``j = 0..substeps-1``): its problems are posed at ``level``, a share ``j / substeps`` of them one
+level up, each problem's level drawn from its own seeded RNG (`draw_level`). With ``substeps = 1``
+the difficulty moves whole levels. Each problem carries the difficulty it was posed at
+(``meta["difficulty"]``, ``s / substeps``); groups posed at the current difficulty fill a window of
+the latest ``min_groups`` (with the level each was posed at), and once it is full every further
+group is a check (`mix_side`). A group's pass rate is too low below ``low`` (nearly all wrong) and
+too high above ``high`` (nearly all right): either way it teaches little. The check says
 
 * a cliff (`cliff_side`): the groups one level up are all too low while the base level's are
   not (step down), or the base level's pass less often than those one up (step up: the
@@ -42,15 +41,15 @@ little. The check says
 * else too hard (-1) when the window holds more too-low groups than too-high ones, by more
   than ``margin``; too easy (+1) the other way round; otherwise balanced (0).
 
-``patience`` checks in a row on one side move one step that way (within
-``min_level..max_level``) and the evidence starts over: the new mix's window fills before it
-is judged (a cooldown). A step away from a cliff is a failed probe: the next step out of an
-unmixed level (a blind probe, one level in the window) waits for ``min_groups * 2**failed``
-groups (``failed`` capped at `BACKOFF_CAP`). So a neighbouring level the policy cannot solve
-(above it, or below it: a policy trained on one level may fail an easier one whose prompts
-or solutions look different) is re-probed ever more rarely but always again, instead of the difficulty
-swinging between a level that is settled and one that is hopeless, which both teach nothing.
-A step from a mix whose two levels were both within reach ends the backoff.
+``patience`` checks in a row on one side move one step that way (within ``min_level..max_level``)
+and the evidence starts over: the new mix's window fills before it is judged (a cooldown). A step
+away from a cliff is a failed probe: the next step out of an unmixed level (a blind probe, one level
+in the window) waits for ``min_groups * 2**failed`` groups (``failed`` capped at `BACKOFF_CAP`). So
+a neighbouring level the policy cannot solve (above it, or below it: a policy trained on one level
+may fail an easier one whose prompts or solutions look different) is re-probed ever more rarely but
+always again, instead of the difficulty swinging between a level that is settled and one that is
+hopeless, which both teach nothing. A step from a mix whose two levels were both within reach ends
+the backoff.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def sharded_logprob_module(torch, model, chunk: int, device):
     whose forward is the trainer's ``token_logprobs`` (so the embeddings and the head,
     called piecewise by the chunked path, are gathered by the root's hooks)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from verimath.trainer.algo.logprobs import token_logprobs
+    from verimath.trainer.core.logprobs import token_logprobs
 
     class LogprobRoot(torch.nn.Module):
         def __init__(self, inner):

@@ -66,7 +66,8 @@ def train(run_dir: Path, overrides: list[str], quick: bool, budget: Budget):
     return seconds, None
 
 
-def check_tiny(engine: str, quick: bool, workdir: Path, budget: Budget) -> list[tuple[str, str, str]]:
+def check_tiny(engine: str, quick: bool, workdir: Path,
+               budget: Budget) -> list[tuple[str, str, str]]:
     """Train the tiny preset with one engine in a subprocess; read its summary.json."""
     label = f"tiny preset, {engine} engine"
     if engine == "vllm" and vllm_missing():

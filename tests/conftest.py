@@ -59,10 +59,10 @@ def warm_tiny_model(tmp_path_factory) -> str:
     evaluates on up to that many of them measures unseen problems. Tests that start RL from
     it pass ``model.path=<it>`` and ``warmstart.steps=0``."""
     import torch
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.model.policy import load_policy
-    from verimath.trainer.model.warmstart import warmstart
     from verimath.trainer.rollout.episodes import heldout_problems
+    from verimath.trainer.warmstart.supervised import warmstart
 
     cfg = load_config("tiny")
     torch.manual_seed(cfg.optim.seed)

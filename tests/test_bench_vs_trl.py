@@ -59,7 +59,8 @@ def test_stats_mean_sample_std_and_range():
 
 
 def test_budgets_are_what_every_main_run_reached():
-    runs = [_run("verimath", 0, CURVE), _run("trl", 0, [(0, 0, 0, 0.4, 0.8), (20, 40.0, 1200, 0.8, 1.0)]),
+    runs = [_run("verimath", 0, CURVE),
+            _run("trl", 0, [(0, 0, 0, 0.4, 0.8), (20, 40.0, 1200, 0.8, 1.0)]),
             _run("verimath-no-ds", 0, [(0, 0, 0, 0.4, 0.8), (20, 5.0, 100, 0.5, 0.9)])]
     assert bench.budgets(runs) == {"wall_s": 30.0, "tokens": 1200, "cpu_s": 15.0}
     del runs[1]["cpu_s"]  # a run recorded without CPU time: no CPU budget

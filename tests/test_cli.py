@@ -1,4 +1,5 @@
-"""The `verimath` command: subcommands are wired and bad input fails cleanly, without a traceback."""
+"""The `verimath` command: subcommands are wired and bad input fails cleanly, without a
+traceback."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_overrides_may_stand_before_and_after_options(tmp_path, capsys):
     assert main(["train", "optim.steps=3", "--print-config", "algo.eps_high=0.3",
                  "--output-dir", str(tmp_path / "r"), "eval.k=2"]) == 0
     config = yaml.safe_load(capsys.readouterr().out)
-    assert (config["optim"]["steps"], config["algo"]["eps_high"], config["eval"]["k"]) == (3, 0.3, 2)
+    got = (config["optim"]["steps"], config["algo"]["eps_high"], config["eval"]["k"])
+    assert got == (3, 0.3, 2)
     assert not (tmp_path / "r").exists()
 
 
@@ -85,7 +87,7 @@ def test_list_presets_gives_each_a_purpose(capsys):
 
 
 def test_print_config_documents_every_field_and_loads_back(tmp_path, capsys):
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
 
     assert main(["train", "--config", "dapo", "--print-config", "model.path=m"]) == 0
     text = capsys.readouterr().out

@@ -24,8 +24,8 @@ SCRIPTS = ROOT / "scripts"
 
 wh = load_script("wheelhouse")
 repack = load_script("wheel_repack")
-NODE = {"python": "3.11", "machine": "x86_64", "torch": "2.11.0+cu128", "cuda": True, "transformers": "5.17.0",
-        "vllm": False}
+NODE = {"python": "3.11", "machine": "x86_64", "torch": "2.11.0+cu128", "cuda": True,
+        "transformers": "5.17.0", "vllm": False}
 # The interpreter this venv was made from: no torch, and not this venv's packages.
 BASE = getattr(sys, "_base_executable", sys.executable)
 

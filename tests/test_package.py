@@ -75,13 +75,17 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_regular_install_wheel_holds_only_the_verimath_namespace(wheel):
     """A regular (non-editable) install: the built wheel maps the folders under verimath/."""
-    root = ROOT
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names}
     assert top == {"verimath", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
     for part in ("envs", "rewards", "trainer", "datasets_prep"):
         assert f"verimath/{part}/__init__.py" in names
-    assert "verimath/trainer/configs/tiny.yaml" in names or not (root / "trainer/configs/tiny.yaml").exists()
+    packages = {n.rsplit("/", 1)[0] for n in names if n.endswith("/__init__.py")}
+    for part in ("envs", "rewards", "trainer", "datasets_prep"):  # and every sub-package
+        for init in (ROOT / part).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT).as_posix()
+            assert f"verimath/{rel}" in packages, f"{rel} is not in the wheel"
+    assert "verimath/trainer/config/presets/tiny.yaml" in names
 
 
 def _index_reachable() -> bool:
@@ -131,7 +135,8 @@ def test_core_install_scores_without_torch(wheel, tmp_path):
     )))
     scored = _in(venv, [str(venv / "bin" / "verimath"), "score", "--input", str(data),
                         "--output", "-", "--style", "flexible", "--no-progress"])
-    assert [json.loads(line)["correct"] for line in scored.stdout.splitlines()] == [True, True, False]
+    verdicts = [json.loads(line)["correct"] for line in scored.stdout.splitlines()]
+    assert verdicts == [True, True, False]
     train = _in(venv, [str(venv / "bin" / "verimath"), "train"], check=False)
     assert train.returncode == 2
     assert train.stderr.strip().splitlines() == [
@@ -159,4 +164,5 @@ def test_torch_subcommands_without_the_extra_name_it(argv, monkeypatch, capsys):
                         lambda name, *a: None if name == "torch" else real(name, *a))
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"verimath {argv[0]}: needs torch; install them with: pip install 'verimath[train]'"]
+    assert err == [f"verimath {argv[0]}: needs torch; install them with: "
+                   "pip install 'verimath[train]'"]

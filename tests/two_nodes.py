@@ -43,7 +43,7 @@ def torchrun_node(rank: int, port: int, args: list[str]) -> list[str]:
     """The README's plain torchrun command for node ``rank`` of 2."""
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
             "--nnodes", "2", "--node-rank", str(rank), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{port}", "-m", "verimath.trainer.train", *args]
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "-m", "verimath.trainer.worker", *args]
 
 
 def two_nodes(node, args: list[str], *, cwd: Path, timeout: float = 300) -> list[str]:

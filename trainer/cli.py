@@ -16,12 +16,12 @@ import sys
 SUBCOMMANDS = {
     "score": ("verimath.rewards.cli", "score a jsonl file of responses against gold answers"),
     "prep": ("verimath.datasets_prep.cli", "convert a math dataset into verimath problems"),
-    "train": ("verimath.trainer.train", "train a model with DAPO (default: tiny CPU run)"),
-    "eval": ("verimath.trainer.evaluation.cli", "sample and verify a model on problems: avg@k, pass@k, "
-                                          "maj@k"),
-    "plot": ("verimath.trainer.plot_cli", "overlay the learning curves of training runs (PNG)"),
-    "ablate": ("verimath.trainer.ablation.cli", "seeded runs of DAPO's controls switched on and "
-                                              "off: a table and a chart"),
+    "train": ("verimath.trainer.run.cli", "train a model with DAPO (default: tiny CPU run)"),
+    "eval": ("verimath.trainer.evaluation.cli",
+             "sample and verify a model on problems: avg@k, pass@k, maj@k"),
+    "plot": ("verimath.trainer.run.plot_cli", "overlay the learning curves of training runs (PNG)"),
+    "ablate": ("verimath.trainer.ablation.cli",
+               "seeded runs of DAPO's controls switched on and off: a table and a chart"),
 }
 # Subcommands that need the `verimath[train]` extra (torch, transformers); a core install
 # (`pip install verimath`) has rewards, envs and prep only.

@@ -125,8 +125,8 @@ def generate(family: str | Generator, seed: int, index: int, level: int = 1, *,
     """Item `index` of stream `seed` of a family at `level`.
 
     The id is ``"gen/<name>/L<level>/<seed>/<index>"`` (`name` defaults to the family name, or
-    the callable's ``__name__``),
-    and ``meta`` gains ``seed`` and ``index``, so any problem can be regenerated from its id.
+    the callable's ``__name__``), and ``meta`` gains ``seed`` and ``index``, so any problem can
+    be regenerated from its id.
     """
     generator = get_generator(family)
     label = name or (family if isinstance(family, str) else getattr(family, "__name__", "custom"))
@@ -145,5 +145,5 @@ def problem_stream(family: str | Generator, seed: int, level: int = 1, start: in
         yield generate(family, seed, index, level)
 
 
-__all__ = ["FAMILIES", "LEVELS", "BASE_FAMILIES", "MIXED_DEFAULT", "Generator", "generate", "get_generator",
-           "item_rng", "make_mixed", "problem_stream"]
+__all__ = ["FAMILIES", "LEVELS", "BASE_FAMILIES", "MIXED_DEFAULT", "Generator", "generate",
+           "get_generator", "item_rng", "make_mixed", "problem_stream"]

@@ -53,7 +53,8 @@ def linear(rng: np.random.Generator, level: int) -> Problem:
         rhs = linear_expr([(c, "x"), (d, "")])
         answer = Fraction(d - a * b, a - c)
     else:
-        a, b, c, d = randint(rng, 2, 9), nonzero(rng, -9, 9), randint(rng, 2, 9), nonzero(rng, -9, 9)
+        a, b = randint(rng, 2, 9), nonzero(rng, -9, 9)
+        c, d = randint(rng, 2, 9), nonzero(rng, -9, 9)
         e, f = randint(rng, -9, 9), randint(rng, -30, 30)
         while a - c - e == 0:
             e = randint(rng, -9, 9)

@@ -67,7 +67,8 @@ def test_skip_bad_writes_side_file_with_reasons(tmp_path, capsys):
     side = tmp_path / "out.rejected.jsonl"
     assert f"2 rejected rows with reasons -> {side}" in text
     records = [json.loads(line) for line in side.read_text().splitlines()]
-    assert [(r["where"], r["field"]) for r in records] == [(f"{path}:2", None), (f"{path}:3", "answer")]
+    assert [(r["where"], r["field"]) for r in records] == [(f"{path}:2", None),
+                                                           (f"{path}:3", "answer")]
     assert "invalid JSON" in records[0]["reason"] and records[0]["row"]["raw_line"].startswith("{")
     assert records[1]["row"] == {"question": "no gold", "answer": "3"}
     assert [p.id for p in read_problems(out)] == ["gsm8k/mixed/0"]
@@ -164,9 +165,11 @@ def test_rejected_path():
 
 
 def test_duplicate_ids_from_id_field_name_both_rows(tmp_path):
-    rows = [{"problem": "a?", "answer": "1", "uid": "x"}, {"problem": "b?", "answer": "2", "uid": "x"}]
+    rows = [{"problem": "a?", "answer": "1", "uid": "x"},
+            {"problem": "b?", "answer": "2", "uid": "x"}]
     src = write_jsonl(tmp_path / "ids.jsonl", rows)
-    with pytest.raises(ValueError, match=rf"^{src}:2: duplicate id 'generic/ids/x' \(first at {src}:1\)"):
+    duplicate = rf"^{src}:2: duplicate id 'generic/ids/x' \(first at {src}:1\)"
+    with pytest.raises(ValueError, match=duplicate):
         prepare("generic", src, id_field="uid")
 
 

@@ -33,7 +33,8 @@ def test_gsm8k_takes_answer_after_marks_and_drops_thousands_commas():
 
 @pytest.mark.parametrize(
     ("text", "gold"),
-    [("#### -3", "-3"), ("#### 1,000,000", "1000000"), ("a #### 1\n#### 7", "7"), ("####12,5", "12,5")],
+    [("#### -3", "-3"), ("#### 1,000,000", "1000000"), ("a #### 1\n#### 7", "7"),
+     ("####12,5", "12,5")],
 )
 def test_gsm8k_final_answer(text, gold):
     assert gsm8k.final_answer(text) == gold

@@ -32,7 +32,8 @@ def test_every_integer_is_an_integer_answer(n):
 
 
 def test_dedupe_keeps_first_and_flags_conflicting_answers():
-    problems = [prob(0, "Find x."), prob(1, "  Find   x. "), prob(2, "Find y."), prob(3, "Find x.", "2")]
+    problems = [prob(0, "Find x."), prob(1, "  Find   x. "), prob(2, "Find y."),
+                prob(3, "Find x.", "2")]
     kept, dropped = dedupe(problems)
     assert [p.id for p in kept] == ["t/train/0", "t/train/2"]
     assert [(d.problem.id, d.kept_id, d.same_answer) for d in dropped] == [
@@ -56,7 +57,8 @@ def test_dedupe_properties(prompts):
 
 
 def test_words_and_ngrams_examples():
-    assert words("Let $x_1 = \\frac{3}{4}$, FIND it!") == ["let", "x", "1", "frac", "3", "4", "find", "it"]
+    assert words("Let $x_1 = \\frac{3}{4}$, FIND it!") == ["let", "x", "1", "frac", "3", "4",
+                                                           "find", "it"]
     assert list(ngrams(["a", "b", "c"], 2)) == [("a", "b"), ("b", "c")]
     assert list(ngrams(["a", "b"], 13)) == []
 
@@ -104,7 +106,8 @@ def test_boilerplate_overlap_is_spared_by_min_coverage():
     assert [d.problem.id for d in dropped] == ["t/train/0", "t/train/1"]
     assert dropped[0].coverage == 1.0 and dropped[1].coverage < 0.6
     kept, dropped = decontaminate([copy, other], evals, min_coverage=0.6)
-    assert [p.id for p in kept] == ["t/train/1"] and [d.problem.id for d in dropped] == ["t/train/0"]
+    assert [p.id for p in kept] == ["t/train/1"]
+    assert [d.problem.id for d in dropped] == ["t/train/0"]
 
 
 def reference_coverage(train_words, eval_words, n):

@@ -11,7 +11,8 @@ from verimath.envs.problem import Problem, ProblemFileError, read_problems, writ
 
 meta_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (st.lists(inner, max_size=3)
+                   | st.dictionaries(st.text(max_size=5), inner, max_size=3)),
     max_leaves=6,
 )
 non_blank = st.text(min_size=1, max_size=20).filter(str.strip)
@@ -33,9 +34,12 @@ def test_jsonl_round_trip_of_any_text(tmp_path_factory, items):
     ("line", "pattern"),
     [
         ('{"id": "a", "prompt": "p", "answer": "1"}', "missing field 'source'"),
-        ('{"id": "a", "prompt": "p", "answer": 1, "source": "s"}', "field 'answer' must be a string"),
-        ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": "{x"}', "'meta' is not valid JSON"),
-        ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": [1]}', "'meta' must be an object"),
+        ('{"id": "a", "prompt": "p", "answer": 1, "source": "s"}',
+         "field 'answer' must be a string"),
+        ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": "{x"}',
+         "'meta' is not valid JSON"),
+        ('{"id": "a", "prompt": "p", "answer": "1", "source": "s", "meta": [1]}',
+         "'meta' must be an object"),
         ('{"id": "a", "prompt": "p"', "invalid JSON"),
         ('{"id": "a", "prompt": "p", "answer": " ", "source": "s"}', "field 'answer' is empty"),
         ('{"id": "", "prompt": "p", "answer": "1", "source": "s"}', "field 'id' is empty"),

@@ -102,8 +102,10 @@ def test_input_kind(tmp_path):
     ("lines", "line", "pattern"),
     [
         (['{"question": "a", "answer": "#### 1"}', '{"question": "b", "ans'], 2, "invalid JSON"),
-        (['{"question": "a", "answer": "#### 1"}', '{"question": "b"}'], 2, "field 'answer': missing"),
-        (['{"question": 3, "answer": "#### 1"}'], 1, "field 'question': expected a string, got int"),
+        (['{"question": "a", "answer": "#### 1"}', '{"question": "b"}'], 2,
+         "field 'answer': missing"),
+        (['{"question": 3, "answer": "#### 1"}'], 1,
+         "field 'question': expected a string, got int"),
         (['{"question": "a", "answer": ""}'], 1, "field 'answer': empty"),
         (['[1, 2]'], 1, "expected an object, got list"),
     ],

@@ -41,7 +41,7 @@ def test_exact_counts_and_nothing_rejected(converted, key):
     assert result.counts["read"] == result.counts["kept"] == expected
     assert result.rejected == [] and result.duplicates == []
     assert len({p.id for p in result.problems}) == expected
-    assert [p.id for p in result.problems[:2]] == [f"{key}/{result.split}/0", f"{key}/{result.split}/1"]
+    assert [p.id for p in result.problems[:2]] == [f"{key}/{result.split}/{i}" for i in (0, 1)]
 
 
 def test_spot_checks_against_raw_rows(converted):

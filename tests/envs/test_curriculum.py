@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import AdaptiveLevel, MathEnv, SkipSolved, generate, make_group_env
-from verimath.envs.curriculum import SolvedFilter
 from verimath.envs.curriculum import (
     LevelCurriculum,
+    SolvedFilter,
     band_side,
     cliff_side,
     draw_level,

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import generator_items
 from verimath.envs import FAMILIES, FLAWS, flawed_solution, generate, worked_solution
-from verimath.envs.generators.chain import CHAIN_LEVELS
 from verimath.envs.generators import MIXED_DEFAULT
+from verimath.envs.generators.chain import CHAIN_LEVELS
 
 
 @settings(max_examples=100, deadline=None)

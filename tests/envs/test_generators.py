@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import generator_items
 from verimath.envs import FAMILIES, Problem, generate, make_mixed, problem_stream
-from verimath.envs.generators.common import format_number, linear_expr
 from verimath.envs.generators import BASE_FAMILIES, MIXED_DEFAULT, item_rng
+from verimath.envs.generators.common import format_number, linear_expr
 
 ANSWER = re.compile(r"-?\d+(/\d+)?")
 

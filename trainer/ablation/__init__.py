@@ -1,1 +1,2 @@
-"""`verimath ablate`: DAPO's controls switched on and off over seeds (variants, runs, statistics, report)."""
+"""`verimath ablate`: DAPO's controls switched on and off over seeds (variants, runs,
+statistics, report)."""

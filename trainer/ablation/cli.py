@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
         train_command,
     )
     from verimath.trainer.ablation.variants import select_variants
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
 
     try:
         seeds = parse_seeds(args.seeds)

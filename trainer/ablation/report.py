@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verimath.trainer.ablation.stats import common_budget, interpolate_curve, t_interval
-from verimath.trainer.plot_cli import run_series
+from verimath.trainer.run.plot_cli import run_series
 
 
 @dataclass

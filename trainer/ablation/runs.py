@@ -66,7 +66,7 @@ class RunJob:
         (a run stopped by SIGTERM exits 0 after a checkpoint, without a summary)."""
         if self.action == "done":
             return True
-        from verimath.trainer.train import TRAINED_NOTHING  # finished; its result stands
+        from verimath.trainer.run.cli import TRAINED_NOTHING  # finished; its result stands
 
         return self.returncode in (0, TRAINED_NOTHING) and \
             (self.run_dir / "summary.json").is_file()
@@ -138,7 +138,7 @@ def make_jobs(preset: str, variants: list[Variant], seeds: list[int], output: Pa
 def plan_run(job: RunJob, preset: str) -> None:
     """Set ``job.action`` (and ``job.reason``) from what its directory holds."""
     from verimath.trainer.checkpoint.files import latest_checkpoint
-    from verimath.trainer.config_io import config_changes, is_safe_on_resume, load_config
+    from verimath.trainer.config.files import config_changes, is_safe_on_resume, load_config
 
     run_dir, saved_file = job.run_dir, job.run_dir / "config.yaml"
     if not run_dir.is_dir() or not any(run_dir.iterdir()):

@@ -1,1 +1,3 @@
-"""The RL math: one step (`step.rl_step`), advantages, dynamic sampling, batching, log-probs, the DAPO loss and its aggregations, the update and the learning-rate schedule."""
+"""The RL math, pure functions on tensors and arrays: advantages, dynamic sampling, batching,
+the policy losses and their aggregations (registries by name), the update on a mini-batch and
+the learning-rate schedule. The step that calls them is ``verimath.trainer.run.step``."""

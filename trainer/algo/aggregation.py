@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 
 import torch
+from verimath.trainer.config.choices import AGGREGATION_NAMES, add_name
 
 __all__ = ["AGGREGATIONS", "aggregate_loss", "register_aggregation"]
 
@@ -34,6 +35,7 @@ def register_aggregation(name: str):
     ``masked`` is ``m * values`` with masked positions zeroed and ``m`` the float mask."""
     def register(fn):
         AGGREGATIONS[name] = fn
+        add_name(AGGREGATION_NAMES, name)  # the config accepts it
         return fn
     return register
 

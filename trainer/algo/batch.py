@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.rollout.episodes import Group
-from verimath.trainer.run.distributed import FORWARD_METHOD
+from verimath.trainer.core.distributed import FORWARD_METHOD
+from verimath.trainer.core.groups import Group
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
 
 
 @dataclass

@@ -155,7 +155,7 @@ def collect_informative(
     carried or left over.
 
     ``comm`` (``rank``, ``world``, ``all_sum(vector)``, e.g.
-    ``verimath.trainer.run.distributed.Comm``) makes it data-parallel: every rank generates
+    ``verimath.trainer.core.distributed.Comm``) makes it data-parallel: every rank generates
     ``round_prompts`` prompts per full round, the decisions use the counts of all ranks (so
     every rank stops after the same round), and each rank keeps its quota of the target
     (:func:`allocate_quotas`); the stats are global.

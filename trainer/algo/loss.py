@@ -31,7 +31,8 @@ from collections.abc import Callable
 
 import torch
 from verimath.trainer.algo.aggregation import AGGREGATIONS, aggregate_loss
-from verimath.trainer.algo.logprobs import compute_dtype
+from verimath.trainer.config.choices import POLICY_LOSS_NAMES, add_name
+from verimath.trainer.core.logprobs import compute_dtype
 
 __all__ = [
     "AGGREGATIONS",
@@ -54,6 +55,7 @@ def register_policy_loss(name: str):
     tokens where that clip bound applies (reported as ``clip/frac_*``)."""
     def register(fn):
         POLICY_LOSSES[name] = fn
+        add_name(POLICY_LOSS_NAMES, name)  # the config accepts it
         return fn
     return register
 

@@ -26,11 +26,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from verimath.trainer.config.choices import SCHEDULES
+from verimath.trainer.core.state import TokenClock
 
 __all__ = ["SCHEDULES", "TokenClock", "lr_at", "make_lr_lambda", "refresh_lr"]
 
-SCHEDULES = ("constant", "cosine", "linear")
 
 
 def _check(step, base_lr, warmup_steps, total_steps, schedule, min_lr_ratio) -> None:
@@ -84,22 +85,6 @@ def lr_at(
         q = min(1.0, (step - warmup_steps) / (total_steps - warmup_steps))
     decay = (1.0 + math.cos(math.pi * q)) / 2.0 if schedule == "cosine" else 1.0 - q
     return base_lr * (min_lr_ratio + (1.0 - min_lr_ratio) * decay)
-
-
-@dataclass
-class TokenClock:
-    """How much of a token budget a run has generated: the schedule's ``progress``."""
-
-    budget: int
-    tokens: int = 0
-
-    def __post_init__(self) -> None:
-        if self.budget < 1:
-            raise ValueError(f"a token budget must be >= 1 token, got {self.budget}")
-
-    @property
-    def fraction(self) -> float:
-        return min(1.0, self.tokens / self.budget)
 
 
 def _lr_at_clock(step: int, *, clock: TokenClock, **schedule_kwargs) -> float:

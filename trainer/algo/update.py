@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from verimath.trainer.algo.batch import TrainBatch, forward_logprobs, trimmed
 from verimath.trainer.algo.loss import dapo_policy_loss, kl_penalty
-from verimath.trainer.run.distributed import Comm
+from verimath.trainer.core.distributed import Comm
 
 TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "policy/approx_kl")
 SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy")
@@ -104,9 +104,9 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
             rows = rows_all[start:start + micro_batch_size]
             ids, attention, cols = trimmed(batch, rows)
             m = batch.mask[rows, cols]  # (m, w-1)
-            logp, entropy = forward_logprobs(model, ids, attention, temperature=settings.temperature,
-                                             with_entropy=True, chunk_size=settings.chunk_size,
-                                             positions=m)  # (m, w-1) each
+            logp, entropy = forward_logprobs(  # (m, w-1) each
+                model, ids, attention, temperature=settings.temperature, with_entropy=True,
+                chunk_size=settings.chunk_size, positions=m)
             loss, metrics = dapo_policy_loss(
                 logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
                 eps_high=settings.eps_high, dual_clip=settings.dual_clip,

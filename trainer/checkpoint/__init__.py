@@ -1,1 +1,3 @@
-"""Checkpoints: atomic files on disk (`files`), their names and search (`layout`), the RNG states they keep (`rng`), a run's full state in them (`run_state`), and sharded multi-rank checkpoints (`sharded`)."""
+"""Checkpoints: atomic files on disk (``files``), their names and search (``layout``), the RNG
+states they keep (``rng``) and sharded multi-rank checkpoints (``sharded``). What a run saves in
+them is ``verimath.trainer.run.checkpoints``."""

@@ -33,6 +33,7 @@ from verimath.trainer.checkpoint.layout import (
     list_checkpoints,
 )
 from verimath.trainer.checkpoint.rng import rng_state, set_rng_state
+from verimath.trainer.core.distributed import Comm, full_parameters
 from verimath.trainer.model.lora import (
     ADAPTER_DIR,
     MergedModel,
@@ -41,7 +42,6 @@ from verimath.trainer.model.lora import (
     merged_parameters,
     save_adapter,
 )
-from verimath.trainer.run.distributed import Comm, full_parameters
 
 SHARDS = "dcp"
 

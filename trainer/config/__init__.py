@@ -1,11 +1,14 @@
 """Training configuration: frozen dataclasses, YAML presets and dotted overrides.
 
-A run is described by one :class:`TrainConfig` made of sections (``model``, ``data``,
-``rollout``, ``reward``, ``algo``, ``optim``, ``warmstart``, ``eval``, ``logging``), defined
-in ``verimath.trainer.settings`` and imported here. Every field has a docstring right under
-it. Presets live in ``verimath/trainer/configs/*.yaml`` and list only what differs from the
-defaults; ``load_config("tiny", ["algo.eps_high=0.2"])`` (in ``config_io``) reads a preset or a YAML path and applies command-line overrides, each
-``section.field=value`` with the value parsed as YAML and checked against the field's type.
+A run is described by one :class:`TrainConfig` made of sections, one module each, named as
+the section: ``model``, ``data``, ``rollout``, ``reward``, ``algo``, ``optim``, ``warmstart``,
+``eval`` (``evaluation.py``) and ``logging``. Every field has a docstring right under it.
+``choices`` holds the names a setting may take (so checking a name imports no
+implementation) and ``checks`` the one check they all use. Presets live in ``presets/*.yaml``
+and list only what differs from the defaults; ``files.load_config("tiny",
+["algo.eps_high=0.2"])`` reads a preset or a YAML path and applies command-line overrides,
+each ``section.field=value`` with the value parsed as YAML and checked against the field's
+type (``files`` also writes configs, documented field by field).
 
 DAPO's four techniques are switched independently in :class:`AlgoConfig`:
 ``clip_higher`` (decoupled ``eps_low``/``eps_high``), ``dynamic_sampling``,
@@ -20,12 +23,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from verimath.trainer.settings.algo import AlgoConfig
-from verimath.trainer.settings.checks import require as _require
-from verimath.trainer.settings.model import DataConfig, ModelConfig
-from verimath.trainer.settings.optim import OptimConfig, WarmstartConfig
-from verimath.trainer.settings.rollout import RewardConfig, RolloutConfig
-from verimath.trainer.settings.run import EvalConfig, LoggingConfig
+from verimath.trainer.config.algo import AlgoConfig
+from verimath.trainer.config.checks import require as _require
+from verimath.trainer.config.data import DataConfig
+from verimath.trainer.config.evaluation import EvalConfig
+from verimath.trainer.config.logging import LoggingConfig
+from verimath.trainer.config.model import ModelConfig
+from verimath.trainer.config.optim import OptimConfig
+from verimath.trainer.config.reward import RewardConfig
+from verimath.trainer.config.rollout import RolloutConfig
+from verimath.trainer.config.warmstart import WarmstartConfig
 
 __all__ = ["AlgoConfig", "DataConfig", "EvalConfig", "LoggingConfig", "ModelConfig",
            "OptimConfig", "RewardConfig", "RolloutConfig", "TrainConfig", "WarmstartConfig"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from verimath.trainer.settings.checks import require as _require
+from verimath.trainer.config.checks import require as _require
+from verimath.trainer.config.choices import AGGREGATION_NAMES, POLICY_LOSS_NAMES
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,9 @@ class AlgoConfig:
     response positions at a time (log-prob of the taken token and entropy per chunk, each
     chunk recomputed in the backward pass), so full ``(batch, length, vocabulary)`` logits
     are never held; the extra memory is a few float32 ``(chunk, vocabulary)`` tensors (0.6 GB
-    each for 1024 x 152k). Gradients
-    are those of the unchunked forward. 0 computes full logits in one piece (fine for small
-    vocabularies). Models whose head is not a plain projection fall back to full logits."""
+    each for 1024 x 152k). Gradients are those of the unchunked forward. 0 computes full
+    logits in one piece (fine for small vocabularies). Models whose head is not a plain
+    projection fall back to full logits."""
     adv_eps: float = 1e-6
     """Added to the group std in the advantage."""
     kl_coef: float = 0.0
@@ -97,7 +98,8 @@ class AlgoConfig:
                  "(DAPO: 0.2 and 0.28); set algo.clip_higher=false for one symmetric range")
         _require(self.dual_clip is None or self.dual_clip > 1,
                  f"algo.dual_clip must be > 1 or null, got {self.dual_clip}")
-        _require(self.train_prompts >= 1, f"algo.train_prompts must be >= 1, got {self.train_prompts}")
+        _require(self.train_prompts >= 1,
+                 f"algo.train_prompts must be >= 1, got {self.train_prompts}")
         _require(self.max_gen_rounds >= 1,
                  f"algo.max_gen_rounds must be >= 1, got {self.max_gen_rounds}")
         _require(self.ppo_epochs >= 1, f"algo.ppo_epochs must be >= 1, got {self.ppo_epochs}")
@@ -121,14 +123,11 @@ class AlgoConfig:
                  f"algo.max_staleness must be >= 0, got {self.max_staleness}")
         _require(self.rollout_is_cap == 0 or self.rollout_is_cap >= 1,
                  f"algo.rollout_is_cap must be 0 (off) or >= 1, got {self.rollout_is_cap}")
-        from verimath.trainer.algo.aggregation import AGGREGATIONS
-        from verimath.trainer.algo.loss import POLICY_LOSSES
-
-        _require(self.loss_aggregation is None or self.loss_aggregation in AGGREGATIONS,
-                 f"algo.loss_aggregation must be null or one of {', '.join(AGGREGATIONS)}, "
+        _require(self.loss_aggregation is None or self.loss_aggregation in AGGREGATION_NAMES,
+                 f"algo.loss_aggregation must be null or one of {', '.join(AGGREGATION_NAMES)}, "
                  f"got {self.loss_aggregation!r}")
-        _require(self.policy_loss in POLICY_LOSSES,
-                 f"algo.policy_loss must be one of {', '.join(POLICY_LOSSES)}, "
+        _require(self.policy_loss in POLICY_LOSS_NAMES,
+                 f"algo.policy_loss must be one of {', '.join(POLICY_LOSS_NAMES)}, "
                  f"got {self.policy_loss!r}")
         _require(self.dual_clip is None or self.policy_loss == "clip",
                  "algo.dual_clip applies to algo.policy_loss=clip only; set it to null")

@@ -1,6 +1,6 @@
 """Reading configs: YAML presets, nested dicts and dotted command-line overrides.
 
-``load_config("tiny", ["algo.eps_high=0.2"])`` reads a preset (``verimath/trainer/configs``)
+``load_config("tiny", ["algo.eps_high=0.2"])`` reads a preset (``trainer/config/presets``)
 or a YAML path, then applies ``section.key=value`` overrides; each value is parsed as YAML and
 checked against the field's type, and every error names the file or override, the key and
 what was expected. A YAML file may start from another preset with ``__base__: tiny``, and
@@ -23,6 +23,12 @@ from typing import Any
 
 import yaml
 from verimath.trainer.config import TrainConfig
+
+
+def presets_folder():
+    """The folder of the bundled presets (``verimath/trainer/config/presets/*.yaml``)."""
+    return resources.files("verimath.trainer.config.presets")
+
 
 SECTIONS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
 _ALIASES = {"algorithm": "algo", "optimisation": "optim", "optimization": "optim"}
@@ -78,7 +84,8 @@ def config_from_dict(data: dict[str, Any] | None, *, source: str = "config") -> 
     for raw_name, values in data.items():
         name = _ALIASES.get(raw_name, raw_name)
         if name not in SECTIONS:
-            raise ValueError(f"{source}: unknown section {raw_name!r}; known: {', '.join(SECTIONS)}")
+            raise ValueError(f"{source}: unknown section {raw_name!r}; known: "
+                             f"{', '.join(SECTIONS)}")
         if not isinstance(values, dict):
             raise ValueError(f"{source}: section {raw_name!r} must be a mapping")
         sections[name] = _build_section(name, values, source)
@@ -127,7 +134,8 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
     for text in overrides:
         section, name, value = parse_override(text)
         if section not in data:
-            raise ValueError(f"override {text!r}: unknown section {section!r}; known: {', '.join(data)}")
+            raise ValueError(f"override {text!r}: unknown section {section!r}; known: "
+                             f"{', '.join(data)}")
         if name not in data[section]:
             raise ValueError(
                 f"override {text!r}: unknown key {section}.{name}; "
@@ -139,13 +147,13 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
 
 def preset_names() -> list[str]:
     """Names of the bundled presets (``tiny``, ``dapo``, ``grpo``, ...)."""
-    folder = resources.files("verimath.trainer.configs")
+    folder = presets_folder()
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
 def preset_descriptions() -> dict[str, str]:
     """``{name: one-line purpose}``: each preset's first comment line."""
-    folder = resources.files("verimath.trainer.configs")
+    folder = presets_folder()
     out = {}
     for name in preset_names():
         text = (folder / f"{name}.yaml").read_text(encoding="utf-8")
@@ -177,7 +185,7 @@ def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, A
                 f"unknown preset {name_or_path!r}; presets: {', '.join(preset_names())} "
                 "(or pass a path to a .yaml file)"
             )
-        res = resources.files("verimath.trainer.configs") / f"{name_or_path}.yaml"
+        res = presets_folder() / f"{name_or_path}.yaml"
         text, source = res.read_text(encoding="utf-8"), f"preset {name_or_path}"
     try:
         data = yaml.safe_load(text) or {}
@@ -282,7 +290,7 @@ def save_config(config: TrainConfig, path: str | Path) -> None:
 
 def field_docs() -> dict[str, dict[str, str]]:
     """``{section: {field: docstring}}``, read from the docstrings under the fields of each
-    section's class (``verimath.trainer.settings``; empty when its source is not available)."""
+    section's class (``verimath.trainer.config``; empty when its source is not available)."""
     hints = typing.get_type_hints(TrainConfig)
     return {section: _class_field_docs(hints[section]) for section in SECTIONS}
 

@@ -1,10 +1,12 @@
-"""The ``rollout`` and ``reward`` sections: how responses are generated and scored."""
+"""The ``rollout`` section: how responses are generated (engine, sampling, group size)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from verimath.trainer.settings.checks import require as _require
+from verimath.trainer.config.checks import require as _require
+from verimath.trainer.config.choices import ENGINES
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,6 @@ class RolloutConfig:
     not the trainer's); see ``verimath.trainer.rollout.placement``."""
 
     def __post_init__(self) -> None:
-        from verimath.trainer.rollout.engine import ENGINES
-
         _require(self.engine in ENGINES,
                  f"rollout.engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         _require(self.gen_prompts >= 1, f"rollout.gen_prompts must be >= 1, got {self.gen_prompts}")
@@ -79,8 +79,6 @@ class RolloutConfig:
 
     def _check_async(self) -> None:
         """The ``async_*`` settings (the GPUs they need are checked when the run starts)."""
-        from verimath.trainer.rollout.placement import parse_device
-
         if self.async_device is not None:
             parse_device(self.async_device)  # names rollout.async_device
             _require(self.async_steps >= 1,
@@ -92,36 +90,14 @@ class RolloutConfig:
                  "rollout.vllm_tensor_parallel_size must be 1 (or use rollout.async_steps=0)")
 
 
-@dataclass(frozen=True)
-class RewardConfig:
-    answer_style: str = "auto"
-    """How the final answer is found: one of ``verimath.rewards.extraction.final_answer.STYLES`` (``dapo``:
-    the last ``Answer: x``; ``boxed``; ``auto``; ``flexible``)."""
-    mode: str = "symbolic"
-    """Equivalence mode passed to ``verimath.rewards.score_batch``."""
-    timeout: float = 5.0
-    """Seconds allowed to verify one response; a timeout counts as incorrect."""
-    overlong_punishment: bool = True
-    """DAPO's soft overlong punishment: add ``R_length`` to the +-1 correctness reward."""
-    overlong_buffer: int = 256
-    """``L_cache``: the penalty ramps from 0 to -1 over the last ``overlong_buffer`` tokens
-    before ``rollout.max_new_tokens`` (``L_max``)."""
-    workers: int = 0
-    """Processes that run math-verify for answers the exact fast path leaves open; 0 keeps
-    the shared pool's default size (``$VERIMATH_WORKERS``, else the usable CPUs, at most 8)."""
+_DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
-    def __post_init__(self) -> None:
-        from verimath.rewards.equality.equivalence import MODES, check_timeout
-        from verimath.rewards.extraction.final_answer import STYLES
 
-        _require(self.answer_style in STYLES, f"reward.answer_style must be one of "
-                                              f"{', '.join(STYLES)}, got {self.answer_style!r}")
-        _require(self.mode in MODES, f"reward.mode must be one of {', '.join(MODES)}, "
-                                     f"got {self.mode!r}")
-        try:
-            check_timeout(self.timeout)
-        except ValueError as e:
-            raise ValueError(f"reward.timeout: {e}") from None
-        _require(self.overlong_buffer >= 1,
-                 f"reward.overlong_buffer must be >= 1, got {self.overlong_buffer}")
-        _require(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
+def parse_device(text: str, field: str = "rollout.async_device") -> tuple[str, int | None]:
+    """``("cpu", None)``, ``("cuda", None)`` or ``("cuda", N)`` from a device string;
+    ValueError naming ``field`` for anything else."""
+    match = _DEVICE.match(str(text).strip())
+    if match is None or (match.group(1) == "cpu" and match.group(2) is not None):
+        raise ValueError(f"{field} must be cpu, cuda or cuda:N (N a GPU index), got {text!r}")
+    index = match.group(2)
+    return match.group(1), None if index is None else int(index)

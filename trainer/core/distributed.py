@@ -1,6 +1,6 @@
 """Data parallelism on PyTorch's own stack: torchrun processes, FSDP2, and a few collectives.
 
-``torchrun --nproc-per-node N -m verimath.trainer.train ...`` (or ``verimath train --nproc N``)
+``torchrun --nproc-per-node N -m verimath.trainer.worker ...`` (or ``verimath train --nproc N``)
 starts N processes; :func:`init_distributed` reads torchrun's environment and joins the
 process group (NCCL on GPUs, gloo on the CPU). One process is the ordinary single-process
 case: no process group, every collective here is the identity.
@@ -128,7 +128,7 @@ def shard_model(model, comm: Comm, *, device: torch.device, activation_checkpoin
         fully_shard,
         register_fsdp_forward_method,
     )
-    from verimath.trainer.algo.logprobs import token_logprobs
+    from verimath.trainer.core.logprobs import token_logprobs
 
     if activation_checkpointing:
         model.gradient_checkpointing_enable(

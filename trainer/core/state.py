@@ -1,11 +1,12 @@
-"""A training run's long-lived objects, in one typed :class:`TrainState`, and what the run has
-accumulated (:class:`RunRecord`).
+"""A training run's long-lived objects, in one typed :class:`TrainState`, what the run has
+accumulated (:class:`RunRecord`), and how much of a token budget it has spent
+(:class:`TokenClock`).
 
 The state is built by ``verimath.trainer.run.setup.open_state``; the RL step
-(``verimath.trainer.algo.step.rl_step``) reads and advances it; the loop around the step is
-``verimath.trainer.run.loop``; saving and restoring it is
-``verimath.trainer.checkpoint.run_state``. This module holds no construction, so importing the
-step loads nothing of checkpoints, warm start or engine construction.
+(``verimath.trainer.run.step.rl_step``) reads and advances it; the loop around the step is
+``verimath.trainer.run.loop``; saving and restoring it is ``verimath.trainer.run.checkpoints``.
+It lives at the bottom of the trainer (``verimath.trainer.core``): its engine and episode
+source are typed by their contracts (``core.protocols``), so it imports no implementation.
 """
 
 from __future__ import annotations
@@ -18,16 +19,31 @@ from typing import TYPE_CHECKING
 
 import torch
 from verimath.envs import Problem
-from verimath.trainer.algo.schedule import TokenClock
 from verimath.trainer.config import TrainConfig
-from verimath.trainer.rollout.engine import RolloutEngine
-from verimath.trainer.rollout.episodes import EpisodeSource, Group
-from verimath.trainer.run.distributed import Comm
+from verimath.trainer.core.distributed import Comm
+from verimath.trainer.core.groups import Group
+from verimath.trainer.core.protocols import GroupSource, RolloutEngine
 
 if TYPE_CHECKING:  # transformers is imported by whoever builds the tokenizer
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["RunRecord", "TrainState"]
+__all__ = ["RunRecord", "TokenClock", "TrainState"]
+
+
+@dataclass
+class TokenClock:
+    """How much of a token budget a run has generated: the schedule's ``progress``."""
+
+    budget: int
+    tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.budget < 1:
+            raise ValueError(f"a token budget must be >= 1 token, got {self.budget}")
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.tokens / self.budget)
 
 
 @dataclass
@@ -64,7 +80,7 @@ class TrainState:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     """Stepped once per optimizer update."""
-    episodes: EpisodeSource
+    episodes: GroupSource
     token_clock: TokenClock | None = None
     """With ``optim.token_budget``: the share of the budget spent, read by the schedule."""
     ref_model: torch.nn.Module | None = None

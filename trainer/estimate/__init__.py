@@ -1,1 +1,2 @@
-"""`verimath train --estimate`: memory per GPU and time per step (`budget`) from a model's shape and a GPU (`shapes`), and its command (`cli`)."""
+"""`verimath train --estimate`: memory per GPU and time per step (`budget`) from a model's shape
+and a GPU (`shapes`), and its command (`cli`)."""

@@ -39,9 +39,9 @@ With ``P`` parameters, ``n`` GPUs, hidden size ``h``, ``L`` layers, ``k`` KV hea
 Peak per GPU is the larger of the update phase and the rollout phase. Times are estimates:
 a decoding step is bound by memory bandwidth (weights plus the KV cache read) or by compute,
 whichever is slower, plus a fixed overhead, and a round takes at least ``max_new_tokens``
-sequential steps;
-the update takes ``(2 + 6 x epochs) x P`` FLOPs per token (``+2`` per epoch with
-checkpointing, ``+2`` with a reference model) plus causal attention, at an assumed MFU.
+sequential steps; the update takes ``(2 + 6 x epochs) x P`` FLOPs per token (``+2`` per
+epoch with checkpointing, ``+2`` with a reference model) plus causal attention, at an
+assumed MFU.
 Prefill, scoring and weight pushes are not counted.
 
 With LoRA (``model.lora_rank = r``) the ``P_a = r x sum(in + out)`` adapter parameters of the

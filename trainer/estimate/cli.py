@@ -71,7 +71,7 @@ def resolve_shape(config, name: str, model_shape_arg: str | None) -> ModelShape:
         return _named_or_file_shape(config.model.path)
     if name in PRESET_MODELS:
         return model_shape(KNOWN_SHAPES[PRESET_MODELS[name]], PRESET_MODELS[name])
-    from verimath.trainer.config_io import required_settings
+    from verimath.trainer.config.files import required_settings
 
     if "model.path" in required_settings(name):
         raise ValueError(f"--estimate needs the model's shape: pass model.path=DIR (its "
@@ -93,8 +93,9 @@ def _named_or_file_shape(text: str) -> ModelShape:
                              f"as a hub id: {exc}") from None
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
-        raise ValueError(f"--estimate: {text!r} is neither a known shape ({', '.join(KNOWN_SHAPES)}) "
-                         "nor a config.json, a directory holding one or a hub id")
+        raise ValueError(f"--estimate: {text!r} is neither a known shape "
+                         f"({', '.join(KNOWN_SHAPES)}) nor a config.json, a directory holding "
+                         "one or a hub id")
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -158,13 +159,14 @@ def estimate_report(config, args: argparse.Namespace) -> str:
     report = format_estimate(estimate, title=f"verimath train --config {name}",
                              fewest=min_gpus(shape, run, gpu), extra=extra)
     warning = context_warning(shape, run)
-    return (textwrap.fill(warning, 100, subsequent_indent="    ") + "\n" if warning else "") + report
+    head = textwrap.fill(warning, 100, subsequent_indent="    ") + "\n" if warning else ""
+    return head + report
 
 
 def context_warning(shape: ModelShape, run: RunShape) -> str | None:
     """A warning when the prompt budget plus ``rollout.max_new_tokens`` exceeds the model's
     ``max_position_embeddings``."""
-    from verimath.trainer.model.context import context_error
+    from verimath.trainer.rollout.context_length import context_error
 
     message = context_error(prompt_tokens=run.prompt_tokens, max_new_tokens=run.max_new_tokens,
                             positions=shape.max_positions,
@@ -190,8 +192,8 @@ def format_estimate(e: Estimate, *, title: str, fewest: int | None = None,
         f"model  {m.name}: {_n(m.parameters)} parameters ({m.layers} layers, hidden "
         f"{m.hidden}, {m.heads} heads, {m.kv_heads} KV heads x {m.head_dim}, vocab {m.vocab:,})",
         f"GPUs   {r.gpus} x {g.name} ({g.memory_gib:g} GiB, {g.bf16_tflops:g} TFLOP/s dense bf16, "
-        f"{g.hbm_tbps:g} TB/s); FSDP2 over {r.gpus} rank{'s' * (r.gpus > 1)} (bf16 compute; fp32 master weights, "
-        f"gradients and AdamW state); {engine}",
+        f"{g.hbm_tbps:g} TB/s); FSDP2 over {r.gpus} rank{'s' * (r.gpus > 1)} (bf16 compute; "
+        f"fp32 master weights, gradients and AdamW state); {engine}",
         *([f"LoRA   rank {r.lora_rank} on {', '.join(r.lora_targets)}: "
            f"{_n(lora_parameters(m, r.lora_rank, r.lora_targets))} trainable parameters "
            "(gradients and AdamW state for these alone; the KL reference is the base)"]
@@ -235,7 +237,8 @@ def format_estimate(e: Estimate, *, title: str, fewest: int | None = None,
         f"assumptions: mean response {a.mean_response_fraction:.0%} of max_new_tokens, mean "
         f"prompt {a.mean_prompt_tokens} tokens; {a.informative_fraction:.0%} of groups "
         f"informative; decoding at {a.bandwidth_efficiency:.0%} of memory bandwidth plus "
-        f"{a.decode_step_overhead_s * 1e3:g} ms a step, <= {a.vllm_max_seqs} sequences per engine; vLLM overhead {a.vllm_overhead_gib:g} GiB "
+        f"{a.decode_step_overhead_s * 1e3:g} ms a step, <= {a.vllm_max_seqs} sequences per "
+        f"engine; vLLM overhead {a.vllm_overhead_gib:g} GiB "
         f"({a.vllm_asleep_gib:g} asleep); prefill, scoring and weight pushes not counted.",
     ]
     return "\n".join(textwrap.fill(line, 100, subsequent_indent="    ") if line else line

@@ -29,7 +29,7 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from verimath.rewards.equality.equivalence import MODES
     from verimath.rewards.extraction.final_answer import STYLES
-    from verimath.trainer.rollout.engine import ENGINES
+    from verimath.trainer.config.choices import ENGINES
 
     a = parser.add_argument
     a("--model", required=True, metavar="DIR",
@@ -169,8 +169,8 @@ def default_output(source, args) -> Path:
 def check_eval_context(settings, problems) -> None:
     """ValueError, naming the numbers, when the longest prompt plus ``--max-new-tokens``
     exceeds the model's ``max_position_embeddings`` (read from its config.json)."""
-    from verimath.trainer.model.context import context_error, longest_prompt
     from verimath.trainer.model.policy import load_tokenizer
+    from verimath.trainer.rollout.context_length import context_error, longest_prompt
 
     try:
         config = json.loads((Path(settings.model) / "config.json").read_text(encoding="utf-8"))
@@ -219,7 +219,7 @@ def make_engine(args, settings):
             raise ValueError(f"--engine vllm needs vLLM ({exc}): pip install 'verimath[vllm]'"
                              ) from None
         return engine, tokenizer
-    from verimath.trainer.rollout.engine import HFRolloutEngine
+    from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
     device, _ = resolve_device(args.device, args.dtype)
     try:

@@ -22,7 +22,7 @@ import inspect
 import numpy as np
 from verimath.envs import Problem
 from verimath.rewards import score_batch
-from verimath.trainer.rollout.engine import RolloutEngine, SamplingParams
+from verimath.trainer.core.protocols import RolloutEngine, SamplingParams
 from verimath.trainer.rollout.episodes import build_prompt_ids, format_prompts
 
 

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from verimath.envs import Problem
 from verimath.rewards import score_batch
+from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.evaluation.evaluate import generate_seeded, problem_seed
-from verimath.trainer.rollout.engine import SamplingParams
 from verimath.trainer.rollout.episodes import build_prompt_ids, format_prompts
 
 SETTINGS, SAMPLES, SUMMARY, TABLE = "settings.json", "samples.jsonl", "summary.json", "results.md"

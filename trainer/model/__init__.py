@@ -1,1 +1,1 @@
-"""The policy model: loading a model directory or building the tiny one, the tokenizer, and the supervised warm start."""
+"""The policy model: a model directory or hub id, the tiny CPU model, the tokenizer, LoRA."""

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 from verimath.trainer.algo.update import UpdateOnlyDropout
 from verimath.trainer.config import ModelConfig
-from verimath.trainer.run.distributed import FORWARD_METHOD
+from verimath.trainer.core.distributed import FORWARD_METHOD
 
 ADAPTER = "default"
 """peft's name of the one adapter a policy carries."""

@@ -7,9 +7,8 @@ The tokenizer is a real :class:`transformers.PreTrainedTokenizerFast` (built wit
 ``tokenizers`` library): one token per character of printable ASCII plus newline, and
 three special tokens, ``<pad>`` (id 0), ``<eos>`` (id 1) and ``<unk>`` (id 2); as in
 every Hugging Face tokenizer, text that spells a special token (``"<eos>"``) encodes to it.
-It saves
-and loads with ``save_pretrained``/``from_pretrained`` like any Hugging Face tokenizer, so
-a checkpoint of the tiny model is an ordinary Hugging Face model directory.
+It saves and loads with ``save_pretrained``/``from_pretrained`` like any Hugging Face
+tokenizer, so a checkpoint of the tiny model is an ordinary Hugging Face model directory.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from verimath.trainer.core.groups import Group, RoundStats
 from verimath.trainer.rollout.async_worker import Sender
-from verimath.trainer.rollout.episodes import Group, RoundStats
 
 POLL_SECONDS = 0.2
 STOP_SECONDS = 5.0

@@ -2,12 +2,12 @@
 are generated in another process while the trainer updates.
 
 :class:`AsyncEpisodeSource` has the interface of
-:class:`~verimath.trainer.rollout.episodes.EpisodeSource` that the dynamic sampler and the
-step use (``next_round``, ``pop_stats``, ``state_dict``, ``start_step``,
-``after_collection``, ``step_metrics``), so ``rl_step`` is the same function for both. The generator process
-(``verimath.trainer.rollout.async_worker``) holds its own copy of the policy, the problem
-stream and the scoring; the two processes run with their own torch threads (``model.threads``,
-1 when unset), so on two cores one generates while the other trains.
+:class:`~verimath.trainer.rollout.episodes.EpisodeSource` that the dynamic sampler and the step use
+(``next_round``, ``pop_stats``, ``state_dict``, ``start_step``, ``after_collection``,
+``step_metrics``), so ``rl_step`` is the same function for both. The generator process
+(``verimath.trainer.rollout.async_worker``) holds its own copy of the policy, the problem stream and
+the scoring; the two processes run with their own torch threads (``model.threads``, 1 when unset),
+so on two cores one generates while the other trains.
 
 The schedule:
 
@@ -23,12 +23,12 @@ The schedule:
   version ``s + 1``. Weights and requests share one ordered pipe, so every round is sampled by a
   known version and a run is reproducible.
 
-A group sampled by version ``v`` and handed to step ``s`` has staleness ``s - v`` (at most
-``k`` while steps take as many rounds as the one before). A round older than ``k`` is never trained on: it is
-dropped, counted (``async/stale_dropped``) and replaced by a fresh one. Groups keep the
-log-probs of the policy that sampled them (computed in the generator), so the step takes
-their ratio against that policy, as for the surplus of dynamic sampling; the surplus itself
-may then keep a group ``algo.max_staleness`` more steps.
+A group sampled by version ``v`` and handed to step ``s`` has staleness ``s - v`` (at most ``k``
+while steps take as many rounds as the one before). A round older than ``k`` is never trained on: it
+is dropped, counted (``async/stale_dropped``) and replaced by a fresh one. Groups keep the log-probs
+of the policy that sampled them (computed in the generator), so the step takes their ratio against
+that policy, as for the surplus of dynamic sampling; the surplus itself may then keep a group
+``algo.max_staleness`` more steps.
 
 With several ranks (torchrun) each rank has its own source and generator process: the
 generator starts from the rank's unsharded policy, samples the rank's problem stream with the
@@ -64,9 +64,9 @@ import time
 from collections import deque
 
 import numpy as np
+from verimath.trainer.core.groups import Group, RoundStats
 from verimath.trainer.rollout.async_link import GeneratorFailed, GeneratorLink, Round
 from verimath.trainer.rollout.async_worker import WorkerSpec, start_worker
-from verimath.trainer.rollout.episodes import Group, RoundStats
 from verimath.trainer.rollout.factory import async_worker_options
 
 __all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "make_async_source"]
@@ -267,7 +267,7 @@ class AsyncEpisodeSource:
 
     def _send_weights(self) -> None:
         import torch
-        from verimath.trainer.run.distributed import full_state_dict
+        from verimath.trainer.core.distributed import full_state_dict
 
         buffer = io.BytesIO()
         torch.save(full_state_dict(self.policy), buffer)
@@ -319,7 +319,7 @@ def make_async_source(config, model, tokenizer, source: dict, *, echo=print, com
     """The asynchronous episode source of ``config`` (``rollout.async_steps >= 1``) for the
     unsharded policy ``model`` of rank ``comm`` (default: one process); ``source`` holds
     ``EpisodeSource``'s other keyword arguments (the rank's problem stream)."""
-    from verimath.trainer.run.distributed import rank_seed
+    from verimath.trainer.core.distributed import rank_seed
 
     rank = 0 if comm is None else comm.rank
     r, algo = config.rollout, config.algo

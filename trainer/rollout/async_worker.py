@@ -155,7 +155,7 @@ def start_worker() -> WorkerProcess:
     pools); it dies with this process. Its first message must be the :class:`WorkerSpec`."""
     from multiprocessing.connection import Connection
 
-    from verimath.trainer.run.guard import die_with_parent
+    from verimath.trainer.core.processes import die_with_parent
 
     their_in, my_out = os.pipe()
     my_in, their_out = os.pipe()
@@ -173,7 +173,7 @@ def worker_main(inbox, outbox, spec: WorkerSpec) -> None:
     """The generator process: see the module docstring."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the trainer saves first, then stops us
-    from verimath.trainer.run.guard import die_with_parent
+    from verimath.trainer.core.processes import die_with_parent
 
     die_with_parent()
     if os.getppid() == 1:  # the trainer ended before the line above
@@ -193,7 +193,7 @@ class _HFGenerator:
 
     def __init__(self, spec: WorkerSpec, tokenizer) -> None:
         import torch
-        from verimath.trainer.rollout.engine import HFRolloutEngine
+        from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
         self.spec = spec
         self.model = torch.load(io.BytesIO(spec.model), weights_only=False,

@@ -3,10 +3,9 @@
 ``check_engine`` fails early (before a run directory exists) when the engine cannot run
 here; ``make_engine`` builds it. The HF engine samples with the policy itself; the vLLM
 engine holds its own copy of the weights, built from ``model.path`` (a hub id's cached
-snapshot for an id; for the built tiny
-model, from a copy saved once in ``<run dir>/engine_model/``) and refreshed by
-``sync_weights`` after every optimizer update (with LoRA, the weights with the adapters
-merged in).
+snapshot for an id; for the built tiny model, from a copy saved once in
+``<run dir>/engine_model/``) and refreshed by ``sync_weights`` after every optimizer update
+(with LoRA, the weights with the adapters merged in).
 
 With ``rollout.async_steps >= 1`` the rollouts come from a generator process
 (``verimath.trainer.rollout.async_worker``): :func:`async_worker_options` says which engine
@@ -25,11 +24,12 @@ from pathlib import Path
 
 import torch
 from verimath.trainer.config import RolloutConfig, TrainConfig
+from verimath.trainer.core.distributed import Comm, full_parameters
+from verimath.trainer.core.protocols import RolloutEngine, WeightSync
 from verimath.trainer.model.hub import resolve_model_dir
 from verimath.trainer.model.lora import is_lora, merged_parameters
-from verimath.trainer.rollout.engine import HFRolloutEngine, RolloutEngine, WeightSync
+from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 from verimath.trainer.rollout.placement import async_placement, check_async_device
-from verimath.trainer.run.distributed import Comm, full_parameters
 
 ENGINE_MODEL_DIR = "engine_model"
 

@@ -1,8 +1,9 @@
-"""Rollouts: the engine protocol and the Hugging Face engine.
+"""The Hugging Face rollout engine: sampling with ``transformers`` ``generate``.
 
-The protocol is token ids in, token ids out, so engines are interchangeable (transformers
-``generate`` here, vLLM in ``vllm_engine``): the trainer builds prompt ids (chat template
-included), asks an engine for ``n`` samples of each, and gets a :class:`Rollouts` back::
+Engines follow ``verimath.trainer.core.protocols.RolloutEngine``: token ids in, token ids
+out, so they are interchangeable (this one, vLLM in ``vllm_engine``): the trainer builds
+prompt ids (chat template included), asks an engine for ``n`` samples of each, and gets a
+``Rollouts`` back::
 
     with HFRolloutEngine(model, tokenizer) as engine:
         out = engine.generate(prompt_ids, SamplingParams(temperature=1.0, max_new_tokens=16), n=8)
@@ -12,98 +13,13 @@ Conventions: ``response_ids[i]`` ends with the EOS id when the response finished
 exactly ``max_new_tokens`` ids without EOS when it was cut off (``truncated[i]`` True). The
 EOS token is part of the response (the policy is trained to emit it). Sample ``i`` belongs to
 prompt ``i // n``. The old log-probs DAPO needs come from the trainer's own forward pass
-(``verimath.trainer.algo.logprobs.token_logprobs``), not from the engine.
+(``verimath.trainer.core.logprobs.token_logprobs``), not from the engine.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
 import numpy as np
-
-ENGINES = ("hf", "vllm")
-"""The values of ``rollout.engine`` (and ``verimath eval --engine``): this module's
-:class:`HFRolloutEngine` and ``vllm_engine.VLLMRolloutEngine``, built by
-``verimath.trainer.rollout.factory.make_engine``."""
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to sample: ``greedy`` ignores temperature and top-p."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 256
-    greedy: bool = False
-
-    def __post_init__(self) -> None:
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-
-
-@dataclass(frozen=True)
-class Rollouts:
-    """``B = len(prompt_ids) * n`` sampled responses; sample ``i`` answers prompt ``i // n``."""
-
-    prompt_ids: list[list[int]]
-    """Token ids of each sample's prompt (repeated ``n`` times)."""
-    response_ids: list[list[int]]
-    """Generated ids, EOS included when generation stopped on it, no padding."""
-    texts: list[str]
-    """Decoded responses without special tokens."""
-    truncated: np.ndarray
-    """``(B,)`` bool: hit ``max_new_tokens`` without emitting EOS."""
-    logprobs: list[np.ndarray] | None = None
-    """Behaviour log-probs: one float32 array per response, aligned with ``response_ids``
-    (EOS included), or None when the engine does not report them. Entry ``t`` is the log of
-    the probability with which the engine drew token ``t``: under ``softmax(logits / T)``
-    restricted to the top-p nucleus and renormalised (:func:`sampling_logits`); greedy
-    decoding reports ``log_softmax(logits)``. With ``top_p = 1`` this is exactly what
-    ``verimath.trainer.algo.logprobs.token_logprobs(..., temperature=T)`` recomputes, up to the
-    engine's numerics."""
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """``(B,)`` response lengths in tokens (EOS counted)."""
-        return np.array([len(r) for r in self.response_ids], dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.response_ids)
-
-
-@dataclass(frozen=True)
-class WeightSync:
-    """What one ``sync_weights`` call pushed into an engine (zeros when weights are shared)."""
-
-    seconds: float = 0.0
-    """Wall time of the push."""
-    bytes: int = 0
-    """Bytes of the tensors pushed, in the engine's dtype."""
-    tensors: int = 0
-    """Named tensors pushed (tied weights counted once)."""
-
-
-@runtime_checkable
-class RolloutEngine(Protocol):
-    """What the trainer needs from a generator of responses."""
-
-    def generate(self, prompt_ids: list[list[int]], params: SamplingParams, *, n: int = 1,
-                 seeds: list[int] | None = None) -> Rollouts:
-        """``n`` samples of each prompt, in prompt-major order. Without ``seeds`` sampling
-        draws from torch's global RNG (which the trainer seeds and checkpoints); with one
-        seed per prompt, a prompt's samples depend only on its seed, not on its batch. The
-        same seed gives the same samples in one engine, not across engines."""
-
-    def sync_weights(self, model) -> WeightSync:
-        """Make the engine sample from ``model``'s current weights; says what was pushed."""
-
-    def close(self) -> None:
-        """Release the engine's resources; idempotent."""
+from verimath.trainer.core.protocols import Rollouts, SamplingParams, WeightSync
 
 
 class HFRolloutEngine:
@@ -273,7 +189,7 @@ class _SampledTokenLogprobs:
         return torch.stack(steps, dim=1)  # (B, T)
 
     def _score(self, tokens):
-        from verimath.trainer.algo.logprobs import logprobs_from_logits
+        from verimath.trainer.core.logprobs import logprobs_from_logits
 
         return logprobs_from_logits(self.pending, tokens.to(self.pending.device))  # (B,)
 

@@ -20,13 +20,13 @@ arguments, so the rules are tested without a GPU.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-__all__ = ["MODES", "Placement", "async_placement", "check_async_device", "parse_device"]
+from verimath.trainer.config.rollout import parse_device
+
+__all__ = ["MODES", "Placement", "async_placement", "check_async_device"]
 
 MODES = ("cpu", "colocated", "split")
-_DEVICE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,6 @@ class Placement:
     """``CUDA_VISIBLE_DEVICES`` of the generator process (None: the trainer's, unchanged)."""
     gpu: int | None = None
     """The GPU's index among the trainer's visible GPUs (None on the CPU)."""
-
-
-def parse_device(text: str, field: str = "rollout.async_device") -> tuple[str, int | None]:
-    """``("cpu", None)``, ``("cuda", None)`` or ``("cuda", N)`` from a device string;
-    ValueError naming ``field`` for anything else."""
-    match = _DEVICE.match(str(text).strip())
-    if match is None or (match.group(1) == "cpu" and match.group(2) is not None):
-        raise ValueError(f"{field} must be cpu, cuda or cuda:N (N a GPU index), got {text!r}")
-    index = match.group(2)
-    return match.group(1), None if index is None else int(index)
 
 
 def check_async_device(async_device: str | None, *, gpu_count: int,

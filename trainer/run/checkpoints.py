@@ -1,10 +1,11 @@
 """Saving a run's ``TrainState`` in a checkpoint and restoring it, in one or several processes.
 
-One process writes ``verimath.trainer.checkpoint.files`` directories (a Hugging Face ``model/``,
-or with LoRA the ``adapter/`` and, at the last step, the merged ``model/``; ``optimizer.pt``, ``rng.pt``, the run record with the problem stream and the surplus groups
-in ``extra_state``). Several ranks write ``verimath.trainer.checkpoint.sharded`` directories
-(DCP shards and one state file per rank). Either kind resumes with any number of ranks.
-The run record (:class:`verimath.trainer.run.state.RunRecord`) travels as JSON in both.
+One process writes ``verimath.trainer.checkpoint.files`` directories (a Hugging Face ``model/``, or
+with LoRA the ``adapter/`` and, at the last step, the merged ``model/``; ``optimizer.pt``,
+``rng.pt``, the run record with the problem stream and the surplus groups in ``extra_state``).
+Several ranks write ``verimath.trainer.checkpoint.sharded`` directories (DCP shards and one state
+file per rank). Either kind resumes with any number of ranks. The run record
+(:class:`verimath.trainer.core.state.RunRecord`) travels as JSON in both.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from verimath.trainer.checkpoint.sharded import (
     load_sharded,
     save_sharded,
 )
+from verimath.trainer.core.distributed import rank_seed
+from verimath.trainer.core.groups import Group
+from verimath.trainer.core.state import RunRecord, TrainState
 from verimath.trainer.model.lora import ADAPTER_DIR, MergedModel, is_lora, save_adapter
 from verimath.trainer.model.policy import seed_everything
-from verimath.trainer.rollout.episodes import Group
-from verimath.trainer.run.distributed import rank_seed
-from verimath.trainer.run.state import RunRecord, TrainState
 
 __all__ = ["is_sharded", "restore_state", "save_state", "saved_record"]
 

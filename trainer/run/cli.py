@@ -5,10 +5,10 @@
     verimath train --config my.yaml algo.eps_high=0.28 optim.lr=1e-6
     verimath train --resume runs/tiny-20250101-120000 optim.steps=200
     verimath train --nproc 8 --config dapo-qwen2.5-math-7b model.path=... data.train_file=...
-    torchrun --nproc-per-node 8 -m verimath.trainer.train --config ...   # the same, by hand
+    torchrun --nproc-per-node 8 -m verimath.trainer.worker --config ...   # the same, by hand
 
-This module is also what every torchrun process runs (``python -m verimath.trainer.train``
-takes the same arguments); ``--nproc N`` launches ``torch.distributed.run`` with it.
+Every torchrun process runs ``verimath.trainer.worker``, which takes the same arguments and
+calls :func:`main` as its rank; ``--nproc N`` launches ``torch.distributed.run`` with it.
 The training loop itself is ``verimath.trainer.run.loop.train``; the run's objects are built
 by ``verimath.trainer.run.setup.open_state``.
 
@@ -17,23 +17,23 @@ be a new or empty directory: an existing run is continued with ``--resume`` or r
 with ``--overwrite``. ``--resume`` takes a run directory (its latest checkpoint) or a
 checkpoint directory and continues from the checkpoint's step with the checkpoint's config
 (overrides still apply); every changed setting is printed, and changes beyond
-:data:`~verimath.trainer.config_io.SAFE_ON_RESUME` need ``--allow-config-change``. The run
+:data:`~verimath.trainer.config.files.SAFE_ON_RESUME` need ``--allow-config-change``. The run
 directory's ``config.yaml`` is rewritten with that config once the checkpoint has loaded.
 Errors in settings, files or checkpoints exit with code 2 and a message naming the setting
 or file; a run that finished without training on anything (every group all right or all
-wrong) exits with 3 and says why; Ctrl-C exits with 130 and names the checkpoint to resume from; SIGTERM finishes
-the current step, saves a checkpoint and exits with 0 and the resume command.
+wrong) exits with 3 and says why; Ctrl-C exits with 130 and names the checkpoint to resume
+from; SIGTERM finishes the current step, saves a checkpoint and exits with 0 and the resume
+command.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from verimath.trainer.run.launch import (  # noqa: F401 (interrupted_message: public here)
+from verimath.trainer.run.launch import (
     add_node_arguments,
     check_node_arguments,
     checkpoint_ranks,
@@ -43,7 +43,6 @@ from verimath.trainer.run.launch import (  # noqa: F401 (interrupted_message: pu
     launch,
     launched_by_verimath,
     launched_ranks,
-    resume_command,
 )
 
 RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", "checkpoints")
@@ -94,7 +93,7 @@ def resolve_config(args: argparse.Namespace, *, echo=None):
     ``echo`` (``field: old -> new``); changes outside the safe list need
     ``--allow-config-change``.
     """
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
 
     if args.resume is not None:
         return _resolve_resume(args, echo or _stderr)
@@ -109,7 +108,7 @@ def resolve_config(args: argparse.Namespace, *, echo=None):
 
 def _resolve_resume(args: argparse.Namespace, echo):
     from verimath.trainer.checkpoint.files import load_checkpoint, resolve_checkpoint
-    from verimath.trainer.config_io import (
+    from verimath.trainer.config.files import (
         apply_overrides,
         config_changes,
         config_from_dict,
@@ -156,7 +155,7 @@ def _unstarted_run(args: argparse.Namespace, echo):
     warm start): ``(config, DIR, None)`` to start it again from its ``config.yaml``, with
     ``args.restart`` set so that its leftovers are cleared; None when DIR is no such run."""
     from verimath.trainer.checkpoint.files import latest_checkpoint
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
 
     run_dir = Path(args.resume)
     saved = run_dir / "config.yaml"
@@ -229,7 +228,7 @@ def check_paths(config) -> None:
 
 def main(args: argparse.Namespace, *, comm=None) -> int:
     if args.list_presets:
-        from verimath.trainer.config_io import preset_descriptions
+        from verimath.trainer.config.files import preset_descriptions
 
         presets = preset_descriptions()
         width = max(map(len, presets))
@@ -251,10 +250,11 @@ def main(args: argparse.Namespace, *, comm=None) -> int:
         check_node_arguments(args)
         if main_rank:  # rank 0 checks for all (the others would see its new directory)
             check_paths(config)  # before anything is created on disk
-            from verimath.trainer.model.context import check_config_context
-            from verimath.trainer.run.guard import check_not_in_use
+            from verimath.trainer.core.processes import check_not_in_use
+            from verimath.trainer.rollout.context_length import check_config_context
 
-            if not getattr(args, "node_rank", 0):  # the launcher of node 0 (its rank 0 creates the run)
+            # the launcher of node 0 (its rank 0 creates the run)
+            if not getattr(args, "node_rank", 0):
                 check_run_dir(run_dir, resume=resume, overwrite=_replaces(args))
                 check_not_in_use(run_dir)
             check_config_context(config)  # prompt + max_new_tokens within the positions
@@ -295,7 +295,7 @@ def _silent(message: str) -> None:
 
 
 def _documented_config(config, args: argparse.Namespace) -> str:
-    from verimath.trainer.config_io import config_to_commented_yaml, required_settings, setting
+    from verimath.trainer.config.files import config_to_commented_yaml, required_settings, setting
 
     source = args.resume or args.config or "tiny"
     header = [f"verimath train {'--resume' if args.resume else '--config'} {source} (each "
@@ -316,7 +316,7 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    from verimath.trainer.run.guard import RunDirInUse, RunLock
+    from verimath.trainer.core.processes import RunDirInUse, RunLock
 
     main_rank = comm is None or comm.is_main
     say = _stderr if main_rank else _silent
@@ -364,37 +364,3 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
             f"(the warning above names the likely cause); exit code {TRAINED_NOTHING}")
         return TRAINED_NOTHING
     return 0
-
-
-def __getattr__(name: str):
-    """``train`` is the training loop (``verimath.trainer.run.loop.train``), imported on first
-    use so that ``verimath --help`` does not load torch."""
-    if name == "train":
-        from verimath.trainer.run.loop import train
-
-        return train
-    raise AttributeError(f"module 'verimath.trainer.train' has no attribute {name!r}")
-
-
-def run_torch_process(argv: list[str] | None = None) -> int:
-    """One torchrun process (``python -m verimath.trainer.train ARGS``): join the process
-    group, run the ``verimath train`` arguments as this rank, leave the group."""
-    from verimath.trainer.run.distributed import close_distributed, init_distributed
-
-    parser = argparse.ArgumentParser(prog="python -m verimath.trainer.train",
-                                     description="verimath train, as one torchrun process")
-    add_arguments(parser)
-    args = parser.parse_intermixed_args(argv)
-    from verimath.trainer.run.guard import watch_parent
-
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a torchrun rank (not a lone process)
-        watch_parent()  # ends at once when torchrun or the launcher is gone
-    comm = init_distributed()
-    try:
-        return main(args, comm=comm)
-    finally:
-        close_distributed()
-
-
-if __name__ == "__main__":
-    sys.exit(run_torch_process())

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from verimath.envs import Problem
 from verimath.trainer.config import TrainConfig
+from verimath.trainer.core.distributed import Comm
+from verimath.trainer.core.protocols import RolloutEngine
+from verimath.trainer.core.state import TrainState
 from verimath.trainer.evaluation.evaluate import evaluate
-from verimath.trainer.rollout.engine import RolloutEngine
-from verimath.trainer.run.distributed import Comm
-from verimath.trainer.run.state import TrainState
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -1,5 +1,5 @@
 """How ``verimath train`` starts and leaves runs: ``--nproc N`` launches torchrun with its
-ranks tied to the launcher (:mod:`verimath.trainer.run.guard`), on one node (``--standalone``)
+ranks tied to the launcher (:mod:`verimath.trainer.core.processes`), on one node (``--standalone``)
 or, with ``--nnodes M --node-rank R --rdzv-endpoint HOST:PORT`` on each of M nodes, meeting
 through torchrun's c10d rendezvous; and the resume command an interrupted run prints (with
 the same ``--nproc``/``--nnodes`` options as the run)."""
@@ -74,7 +74,7 @@ def torchrun_command(args: argparse.Namespace, argv: list[str]) -> list[str]:
         "--nnodes", str(nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint",
         args.rdzv_endpoint, "--rdzv-id", RDZV_ID]
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-            str(args.nproc or 1), *where, "-m", "verimath.trainer.train", *argv]
+            str(args.nproc or 1), *where, "-m", "verimath.trainer.worker", *argv]
 
 
 def launch(args: argparse.Namespace, run_dir: Path) -> int:
@@ -85,7 +85,7 @@ def launch(args: argparse.Namespace, run_dir: Path) -> int:
             *(["--overwrite"] if args.overwrite else []),
             *(["--allow-config-change"] if args.allow_config_change else []), *args.overrides]
     command = torchrun_command(args, argv)
-    from verimath.trainer.run.guard import LAUNCHER_ENV, die_with_parent
+    from verimath.trainer.core.processes import LAUNCHER_ENV, die_with_parent
 
     nproc, nnodes = args.nproc or 1, getattr(args, "nnodes", 1)
     where = f" (node {args.node_rank} of {nnodes})" if nnodes > 1 else ""
@@ -118,7 +118,7 @@ def _forward_sigterm(torchrun: subprocess.Popen):
     on a large model). Before the ranks exist it goes to torchrun. Returns the previous
     handler (None when this is not the main thread)."""
 
-    from verimath.trainer.run.guard import children_of
+    from verimath.trainer.core.processes import children_of
 
     def forward(signum, frame) -> None:
         ranks = children_of(torchrun.pid)
@@ -136,7 +136,7 @@ def _forward_sigterm(torchrun: subprocess.Popen):
 
 def launched_by_verimath() -> bool:
     """True in a rank started by ``verimath train --nproc N`` (the launcher speaks for it)."""
-    from verimath.trainer.run.guard import LAUNCHER_ENV
+    from verimath.trainer.core.processes import LAUNCHER_ENV
 
     return bool(os.environ.get(LAUNCHER_ENV))
 
@@ -159,11 +159,12 @@ def interrupted_message(run_dir: Path, *, nproc: int = 1, local: int | None = No
 
 def resume_command(run_dir: Path, nproc: int = 1, *, local: int | None = None,
                    endpoint: str | None = None) -> str:
-    """``verimath train [--nproc N] --resume DIR``: the same number of processes continues
-    the run exactly. A run of ``nproc`` ranks with ``local`` per node (default: torchrun's
-    ``LOCAL_WORLD_SIZE`` inside torchrun's processes; outside them, e.g. after an in-process
-    vLLM CPU engine rewrote it, the variable is not read) on several nodes gets the command for each node, with the
-    rendezvous ``endpoint`` (default: ``$VERIMATH_RDZV_ENDPOINT``, else ``HOST:PORT``)."""
+    """``verimath train [--nproc N] --resume DIR``: the same number of processes continues the run
+    exactly. A run of ``nproc`` ranks with ``local`` per node (default: torchrun's
+    ``LOCAL_WORLD_SIZE`` inside torchrun's processes; outside them, e.g. after an in-process vLLM
+    CPU engine rewrote it, the variable is not read) on several nodes gets the command for each
+    node, with the rendezvous ``endpoint`` (default: ``$VERIMATH_RDZV_ENDPOINT``, else
+    ``HOST:PORT``)."""
     if local is None and TORCHRUN_ENV in os.environ:  # a rank of torchrun's group
         local = int(os.environ.get("LOCAL_WORLD_SIZE", nproc) or nproc)
     local = local or nproc

@@ -1,10 +1,10 @@
 """Is the run learning anything? Warnings for steps without a learning signal, and one line
 (not one per step) for dynamic sampling that stops short.
 
-A group whose responses are all right or all wrong has zero advantage everywhere, so a step
-without an informative group (``0 < #correct < G``; carried surplus groups count) changes
-nothing. :class:`SignalWatch` warns after :data:`QUIET_STEPS` such steps in a row, naming the
-likely cause from the step's counts, and tells the caller whether the session learned at all.
+A group whose responses are all right or all wrong has zero advantage everywhere, so a step without
+an informative group (``0 < #correct < G``; carried surplus groups count) changes nothing.
+:class:`LearningSignalWatch` warns after :data:`QUIET_STEPS` such steps in a row, naming the likely
+cause from the step's counts, and tells the caller whether the session learned at all.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ def quiet_cause(config, all_wrong: int, all_right: int) -> str:
     if all_wrong and not all_right:
         return (f"every response was wrong ({all_wrong} all-wrong groups). Most often the "
                 "responses never state an answer the verifier reads: reward.answer_style="
-                f"{style} looks for {_style_text(style)}, and model.prompt_template={template!r:.40} "
-                "must ask for that format (a template and answer style that disagree score "
-                "every response 0); otherwise the problems are far beyond the model (an easier "
-                "data.level or data.train_file, or a warm start)")
+                f"{style} looks for {_style_text(style)}, and model.prompt_template="
+                f"{template!r:.40} must ask for that format (with a template and answer style "
+                "that disagree every response is wrong, reward -1); otherwise the problems are "
+                "far beyond the model (an easier data.level or data.train_file, or a warm "
+                "start)")
     if all_right and not all_wrong:
         return (f"every response was right ({all_right} all-right groups): the problems are "
                 "too easy for the model, so no response is better than another; use harder "
@@ -41,7 +42,7 @@ def _style_text(style: str) -> str:
         style, "'Answer: x' or \\boxed{x}")
 
 
-class SignalWatch:
+class LearningSignalWatch:
     """Fed every step's metrics; says (through ``echo``) when steps teach nothing."""
 
     def __init__(self, config, echo: Callable[[str], None]) -> None:
@@ -83,7 +84,7 @@ class SignalWatch:
 
 def first_note_only(echo: Callable[[str], None]) -> Callable[[str], None]:
     """``echo`` that prints the first "dynamic sampling stopped short" note of a session and
-    drops the later ones (:meth:`SignalWatch.close` counts them)."""
+    drops the later ones (:meth:`LearningSignalWatch.close` counts them)."""
     seen = False
 
     def filtered(message: str) -> None:

@@ -3,8 +3,8 @@
     with open_state(load_config("tiny", ["optim.steps=20"]), "runs/demo") as state:
         summary = train(state)
 
-One step is :func:`verimath.trainer.algo.step.rl_step`; everything it needs lives in a
-:class:`verimath.trainer.run.state.TrainState`. Around the steps this module logs one
+One step is :func:`verimath.trainer.run.step.rl_step`; everything it needs lives in a
+:class:`verimath.trainer.core.state.TrainState`. Around the steps this module logs one
 ``metrics.jsonl`` line per step, evaluates the held-out set every ``eval.every`` steps and
 after the last one, checkpoints every ``logging.save_every`` steps and at the end, and writes
 ``summary.json``, the learning curve and a table. The run directory holds::
@@ -26,15 +26,15 @@ import sys
 from pathlib import Path
 
 from verimath.trainer.algo.schedule import refresh_lr
-from verimath.trainer.algo.step import rl_step
-from verimath.trainer.checkpoint.run_state import save_state
-from verimath.trainer.evaluation.heldout import evaluate_heldout
+from verimath.trainer.core.state import TrainState
 from verimath.trainer.rollout.async_source import GeneratorFailed
+from verimath.trainer.run.checkpoints import save_state
+from verimath.trainer.run.heldout import evaluate_heldout
 from verimath.trainer.run.launch import interrupted_message, resume_command
+from verimath.trainer.run.learning_signal import LearningSignalWatch, first_note_only
 from verimath.trainer.run.metrics import make_metric_loggers, plot_learning_curve
 from verimath.trainer.run.progress import bar_echo, is_print_step, metric_line, progress_bar
-from verimath.trainer.run.signal_watch import SignalWatch, first_note_only
-from verimath.trainer.run.state import TrainState
+from verimath.trainer.run.step import rl_step
 
 PLOT_KEYS = ("reward/accuracy", "eval/avg@{k}", "loss/policy", "sampling/kept_groups",
              "policy/entropy", "length/mean")
@@ -67,7 +67,7 @@ def train(state: TrainState) -> dict:
         run_name=state.run_dir.name) if comm.is_main else _NoWriter()
     bar = progress_bar(cfg.optim.steps, state.step, cfg.logging.progress and comm.is_main, "RL")
     echo = state.echo
-    watch = SignalWatch(cfg, bar_echo(bar, echo))
+    watch = LearningSignalWatch(cfg, bar_echo(bar, echo))
     state.echo = first_note_only(bar_echo(bar, echo))
     stop = _StopRequest()
     try:

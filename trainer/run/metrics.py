@@ -24,14 +24,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from verimath.trainer.config.logging import check_backends
 from verimath.trainer.run.metric_backends import TensorBoardWriter, WandbWriter
 
-__all__ = ["BACKENDS", "DEFAULT_PLOT_KEYS", "MetricLoggers", "MetricsWriter",
+__all__ = ["DEFAULT_PLOT_KEYS", "MetricLoggers", "MetricsWriter",
            "check_backend_packages", "check_backends", "make_metric_loggers",
            "plot_learning_curve", "read_metrics"]
-
-BACKENDS = ("jsonl", "tensorboard", "wandb")
-"""Names accepted in ``logging.backends``."""
 
 # The trainer's own metric names (``verimath train`` with eval.k=4), so that
 # ``plot_learning_curve("runs/x/metrics.jsonl", "curve.png")`` draws a run's curves as is.
@@ -172,16 +170,6 @@ class MetricLoggers:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def check_backends(backends: Iterable[str]) -> tuple[str, ...]:
-    """``("jsonl", *the others)``: ``metrics.jsonl`` is always written (resume, summaries and
-    ``verimath plot`` read it), listed or not. ValueError names ``logging.backends``."""
-    backends = tuple(backends)
-    if any(b not in BACKENDS for b in backends) or len(set(backends)) != len(backends):
-        raise ValueError(f"logging.backends must be distinct names among {', '.join(BACKENDS)}, "
-                         f"got {list(backends)}")
-    return ("jsonl", *[b for b in backends if b != "jsonl"])
 
 
 BACKEND_PACKAGES = {"tensorboard": ("tensorboardX", "tensorboard"), "wandb": ("wandb", "wandb")}

@@ -1,15 +1,14 @@
-"""Building a run's :class:`~verimath.trainer.run.state.TrainState`: :func:`open_state`.
+"""Building a run's :class:`~verimath.trainer.core.state.TrainState`: :func:`open_state`.
 
 ``open_state`` checks everything that can fail on user input (device, engine, model
 directory, problem files, checkpoint) before it creates the run directory, then writes
 ``config.yaml``, runs the warm start (the built tiny model only, unless
-``warmstart.pretrained``), evaluates the held-out set once
-(``verimath.trainer.evaluation.heldout``), and builds the KL reference, optimizer, scheduler
-and episode source; with ``resume`` it restores them from a checkpoint instead
-(``verimath.trainer.checkpoint.run_state``). With several ranks
-(``verimath.trainer.run.distributed``) the policy is sharded with FSDP2 after those steps, and
-each rank gets its own problem stream and rollout engine. The RL step itself is
-``verimath.trainer.algo.step.rl_step``; the loop around it, evaluation cadence, checkpoints
+``warmstart.pretrained``), evaluates the held-out set once (``verimath.trainer.run.heldout``),
+and builds the KL reference, optimizer, scheduler and episode source; with ``resume`` it
+restores them from a checkpoint instead (``verimath.trainer.run.checkpoints``). With several
+ranks (``verimath.trainer.core.distributed``) the policy is sharded with FSDP2 after those
+steps, and each rank gets its own problem stream and rollout engine. The RL step itself is
+``verimath.trainer.run.step.rl_step``; the loop around it, evaluation cadence, checkpoints
 and the summary are in ``verimath.trainer.run.loop``.
 """
 
@@ -24,12 +23,13 @@ from typing import TYPE_CHECKING
 import torch
 from verimath.envs import Problem
 from verimath.rewards.pool.scoring_pool import configure_default_pool
-from verimath.trainer.algo.schedule import TokenClock, make_lr_lambda
+from verimath.trainer.algo.schedule import make_lr_lambda
 from verimath.trainer.checkpoint.files import load_checkpoint, resolve_checkpoint
-from verimath.trainer.checkpoint.run_state import is_sharded, restore_state, saved_record
 from verimath.trainer.config import TrainConfig
-from verimath.trainer.config_io import save_config
-from verimath.trainer.evaluation.heldout import format_metrics, heldout_metrics
+from verimath.trainer.config.files import save_config
+from verimath.trainer.core.distributed import Comm, broadcast_parameters, rank_seed, shard_model
+from verimath.trainer.core.protocols import RolloutEngine, SamplingParams
+from verimath.trainer.core.state import RunRecord, TokenClock, TrainState
 from verimath.trainer.model.hub import resolve_model_dir
 from verimath.trainer.model.lora import (
     ADAPTER_DIR,
@@ -46,15 +46,19 @@ from verimath.trainer.model.policy import (
     save_reference,
     seed_everything,
 )
-from verimath.trainer.model.warmstart import StopRule, probe_evaluator, probe_problems, warmstart
 from verimath.trainer.rollout.async_source import check_async
-from verimath.trainer.rollout.engine import RolloutEngine, SamplingParams
 from verimath.trainer.rollout.episodes import EpisodeSource, heldout_problems
 from verimath.trainer.rollout.factory import check_engine, make_engine
-from verimath.trainer.run.distributed import Comm, broadcast_parameters, rank_seed, shard_model
+from verimath.trainer.run.checkpoints import is_sharded, restore_state, saved_record
+from verimath.trainer.run.heldout import format_metrics, heldout_metrics
 from verimath.trainer.run.metrics import check_backend_packages
 from verimath.trainer.run.progress import progress_bar
-from verimath.trainer.run.state import RunRecord, TrainState
+from verimath.trainer.warmstart.supervised import (
+    StopRule,
+    probe_evaluator,
+    probe_problems,
+    warmstart,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

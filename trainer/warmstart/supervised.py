@@ -14,8 +14,8 @@ It is deliberately short: the model should know the format and be right part of 
 leaving the rest to RL. With a :class:`StopRule` target it stops once a fixed probe set's
 sampled accuracy reaches the target on ``checks`` consecutive evaluations (``steps`` is then
 a cap), so that seeds which learn at different speeds start RL at about the same accuracy.
-``noise`` makes it imperfect on purpose: that fraction of the targets
-gets a wrong integer answer (the gold plus one of -10, -1, +1, +10), so the model learns the
+``noise`` makes it imperfect on purpose: that fraction of the targets gets a wrong integer
+answer (the gold plus one of -10, -1, +1, +10), so the model learns the
 arithmetic but puts only about ``1 - noise`` of its probability on the right answer; the
 greedy answer is mostly right while samples at temperature 1 often are not, which is what
 RL (rewarded on correctness) then fixes.
@@ -30,14 +30,14 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from verimath.envs import FLAWS, Problem, flawed_solution, generate, worked_solution
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.model.warmstart_stop import StopRule, Trainer, describe_stop, train_until
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.rollout.episodes import (
     ExcludingGenerator,
     build_prompt_ids,
     distinct_problems,
     format_prompts,
 )
+from verimath.trainer.warmstart.stopping import StopRule, Trainer, describe_stop, train_until
 
 __all__ = ["NOISE_OFFSETS", "TARGETS", "StopRule", "describe_stop", "noisy_answers",
            "probe_evaluator", "probe_problems", "supervised_pairs", "train_until", "warmstart"]
@@ -118,8 +118,9 @@ def probe_evaluator(model, tokenizer, problems: list[Problem], *, k: int, temper
     settings (the same samples, without its greedy pass), with the same seed at every call,
     leaving torch's RNG as it was; the model is back in train mode after."""
     from verimath.rewards import score_batch
+    from verimath.trainer.core.protocols import SamplingParams
     from verimath.trainer.evaluation.evaluate import generate_seeded, problem_seed
-    from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+    from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
     engine = HFRolloutEngine(model, tokenizer)
     prompt_ids = build_prompt_ids(tokenizer, format_prompts(problems, template),

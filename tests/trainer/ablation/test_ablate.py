@@ -16,7 +16,7 @@ from verimath.trainer.ablation.runs import RunJob, execute, make_jobs, plan_run
 from verimath.trainer.ablation.stats import common_budget, interpolate_curve, t_interval
 from verimath.trainer.ablation.variants import CONTROLS, Variant, select_variants
 from verimath.trainer.cli import main as verimath
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 samples = st.lists(finite, min_size=2, max_size=30)

@@ -10,7 +10,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from verimath.trainer.algo.logprobs import entropy_from_logits, logprobs_from_logits
 from verimath.trainer.algo.loss import (
     aggregate_loss,
     dapo_policy_loss,
@@ -18,6 +17,7 @@ from verimath.trainer.algo.loss import (
     kl_penalty,
     overlong_filter_mask,
 )
+from verimath.trainer.core.logprobs import entropy_from_logits, logprobs_from_logits
 
 F64 = torch.float64
 AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")

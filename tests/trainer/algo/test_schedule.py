@@ -159,7 +159,8 @@ def test_more_progress_never_raises_the_rate(kw, step, fractions):
 
 
 def test_lambdalr_follows_the_clock_and_its_state_dict_leaves_it_out():
-    from verimath.trainer.algo.schedule import TokenClock, refresh_lr
+    from verimath.trainer.algo.schedule import refresh_lr
+    from verimath.trainer.core.state import TokenClock
 
     param = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([param], lr=0.1)

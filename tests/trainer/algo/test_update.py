@@ -14,8 +14,8 @@ from verimath.trainer.algo.advantages import group_advantages
 from verimath.trainer.algo.batch import mini_batches, pack_batch, sequence_logprobs
 from verimath.trainer.algo.loss import overlong_filter_mask
 from verimath.trainer.algo.update import LossSettings, mean_metrics, update_on_mini_batch
+from verimath.trainer.core.groups import Group
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.episodes import Group
 
 TOKENIZER = make_char_tokenizer()
 

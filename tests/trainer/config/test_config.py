@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from verimath.trainer.config import TrainConfig
-from verimath.trainer.config_io import (
+from verimath.trainer.config.files import (
     apply_overrides,
     config_changes,
     config_from_dict,

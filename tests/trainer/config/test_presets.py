@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from verimath.trainer.cli import main
-from verimath.trainer.config_io import load_config, preset_names, required_settings
+from verimath.trainer.config.files import load_config, preset_names, required_settings
 from verimath.trainer.estimate.budget import GPUS, KNOWN_SHAPES, estimate_run, model_shape
 from verimath.trainer.estimate.cli import PRESET_GPUS, PRESET_MODELS, run_shape
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
 RECIPES = ("dapo-qwen2.5-32b", "dapo-qwen2.5-math-7b", "dapo-qwen2.5-1.5b")
 
 
@@ -99,3 +99,18 @@ def test_the_readme_shows_each_recipes_estimate(name, capsys):
     out = capsys.readouterr().out
     assert f"```text\n{out}```" in README, (
         f"README's recipe section is stale: paste `verimath train --config {name} --estimate`")
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_a_preset_header_is_a_purpose_line_and_a_pointer_to_its_page(name):
+    """At most four comment lines before the settings: the purpose (``--list-presets``), then
+    where the preset's reasons and measurements are written (a docs page that exists)."""
+    from verimath.trainer.config.files import presets_folder
+
+    root = Path(__file__).resolve().parents[3]
+    lines = (presets_folder() / f"{name}.yaml").read_text(encoding="utf-8").splitlines()
+    header = [line for line in lines[:next(i for i, t in enumerate(lines)
+                                           if not t.startswith("#"))]]
+    assert 1 <= len(header) <= 4, header
+    pages = re.findall(r"docs/[\w./-]+\.md", " ".join(header))
+    assert pages and all((root / page).is_file() for page in pages), pages

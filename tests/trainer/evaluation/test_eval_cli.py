@@ -109,7 +109,7 @@ def test_a_training_checkpoint_brings_its_templates(model_dir, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
     from verimath.trainer.checkpoint.files import save_checkpoint
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.model.policy import load_tokenizer
 
     config = load_config("tiny", ["model.prompt_template='{prompt}!'", "rollout.max_new_tokens=6",
@@ -198,10 +198,10 @@ def test_eval_of_a_run_equals_the_trainers_heldout_evaluation(model_dir, problem
     from transformers import AutoModelForCausalLM
     from verimath.envs import read_problems
     from verimath.trainer.checkpoint.files import save_checkpoint
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.evaluation.evaluate import evaluate
     from verimath.trainer.model.policy import load_tokenizer
-    from verimath.trainer.rollout.engine import HFRolloutEngine
+    from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
     config = load_config("tiny", [f"model.prompt_template={json.dumps(TEMPLATE)}",
                                   "model.use_chat_template=false", "rollout.max_new_tokens=12",

@@ -7,8 +7,9 @@ import pytest
 import torch
 from tiny_models import TEMPLATE, fit_seven_or_eight, prompt_text
 from verimath.envs import Problem
+from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.evaluation.evaluate import evaluate
-from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
+from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 from verimath.trainer.rollout.seeded_sampling import inverse_cdf_sample
 
 

@@ -130,7 +130,7 @@ def test_eval_takes_an_id(hub_cache, tmp_path):
 
 def test_a_run_from_an_id_trains_and_keeps_the_snapshot_as_kl_reference(hub_cache, tmp_path):
     from verimath.trainer.checkpoint.files import latest_checkpoint
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.run.loop import train
     from verimath.trainer.run.setup import open_state
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 import torch
-from verimath.trainer.algo.logprobs import token_logprobs
 from verimath.trainer.algo.update import UpdateOnlyDropout, update_dropout
 from verimath.trainer.config import ModelConfig
+from verimath.trainer.core.logprobs import token_logprobs
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
 pytest.importorskip("peft", reason="LoRA needs peft: pip install 'verimath[lora]'")
@@ -161,7 +161,7 @@ RUN = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
 def lora_run(tmp_path_factory):
     """Two RL steps of a warm-started tiny model with LoRA and the KL term, then a third
     after ``--resume``."""
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.run.loop import train
     from verimath.trainer.run.setup import open_state
 

@@ -28,7 +28,7 @@ TINY = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2"
 def torchrun(args: list[str], *, cwd: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-                           "2", "--standalone", "-m", "verimath.trainer.train", *args],
+                           "2", "--standalone", "-m", "verimath.trainer.worker", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 

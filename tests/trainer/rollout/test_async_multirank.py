@@ -99,7 +99,7 @@ def killed(tmp_path_factory, warm_tiny_model) -> dict:
                 p.wait(timeout=120)
         except subprocess.TimeoutExpired:  # a hang: every rank prints its threads' stacks
             for pid, cmd in _tree([p.pid for p in procs]).items():
-                if "verimath.trainer.train" in cmd:
+                if "verimath.trainer.worker" in cmd:
                     os.kill(pid, signal.SIGABRT)
             time.sleep(5)
             pytest.fail("the job did not end within 120 s of the kill:\n" +

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 import torch
+from verimath.trainer.core.distributed import Comm, full_state_dict, shard_model
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.run.distributed import Comm, full_state_dict, shard_model
 
 
 @pytest.fixture

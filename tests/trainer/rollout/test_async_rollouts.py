@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import verimath.trainer.algo.step as step_module
 import verimath.trainer.rollout.async_source as async_source
 import verimath.trainer.run.loop as loop_module
+import verimath.trainer.run.step as step_module
 from verimath.trainer.checkpoint.files import latest_checkpoint
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 from verimath.trainer.rollout.episodes import EpisodeSource
 from verimath.trainer.run.loop import Stopped, train
 from verimath.trainer.run.metrics import read_metrics
@@ -167,7 +167,7 @@ def _cli(run_dir: Path, *extra: str) -> subprocess.Popen:
     from conftest import default_sigint
 
     return subprocess.Popen(
-        [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir), *MICRO,
+        [sys.executable, "-m", "verimath.trainer.worker", "--output-dir", str(run_dir), *MICRO,
          "rollout.async_steps=1", "optim.steps=200", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         preexec_fn=default_sigint)

@@ -15,8 +15,8 @@ import torch
 import verimath.trainer.rollout.async_source as async_source
 from hypothesis import given
 from hypothesis import strategies as st
+from verimath.trainer.core.groups import RoundStats
 from verimath.trainer.rollout.async_source import AsyncEpisodeSource, GeneratorFailed
-from verimath.trainer.rollout.episodes import RoundStats
 
 G = 4
 
@@ -206,7 +206,7 @@ def test_a_rank_whose_generator_died_stops_at_the_step_start_with_its_last_words
 
 
 def test_settings_async_rollouts_cannot_run_with_are_refused_by_name():
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.rollout.async_source import check_async
 
     with pytest.raises(ValueError, match="rollout.async_steps must be >= 0"):

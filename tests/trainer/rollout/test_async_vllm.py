@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 import torch
-import verimath.trainer.algo.step as step_module
 import verimath.trainer.run.loop as loop_module
+import verimath.trainer.run.step as step_module
 from verimath.trainer.checkpoint.files import latest_checkpoint
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 from verimath.trainer.run.loop import Stopped, train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state

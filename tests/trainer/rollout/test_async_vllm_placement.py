@@ -9,9 +9,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
+from verimath.trainer.config.rollout import parse_device
 from verimath.trainer.rollout import async_worker, factory
-from verimath.trainer.rollout.placement import async_placement, check_async_device, parse_device
+from verimath.trainer.rollout.placement import async_placement, check_async_device
 
 
 @pytest.mark.parametrize("text, parsed", [("cpu", ("cpu", None)), ("cuda", ("cuda", None)),

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from verimath.envs import generate, write_problems
 from verimath.trainer.config import DataConfig
+from verimath.trainer.core.protocols import Rollouts, SamplingParams
 from verimath.trainer.model.tiny import make_char_tokenizer
-from verimath.trainer.rollout.engine import Rollouts, SamplingParams
 from verimath.trainer.rollout.episodes import EpisodeSource, ExcludingGenerator
 
 TOKENIZER = make_char_tokenizer()
@@ -164,7 +164,7 @@ RUN = [
 def test_a_training_run_logs_the_curriculum_resumes_it_and_evaluates_at_the_set_level(
         tmp_path):
     from verimath.trainer.checkpoint.files import load_checkpoint
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
     from verimath.trainer.run.loop import train
     from verimath.trainer.run.metrics import read_metrics
     from verimath.trainer.run.setup import open_state

@@ -7,14 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import generate
+from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams
 from verimath.trainer.rollout.episodes import (
     EpisodeSource,
     ExcludingGenerator,
     build_prompt_ids,
     heldout_problems,
 )
+from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
 TOKENIZER = make_char_tokenizer()
 

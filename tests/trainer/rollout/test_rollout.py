@@ -7,14 +7,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.protocols import RolloutEngine, Rollouts, SamplingParams
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.engine import (
-    HFRolloutEngine,
-    RolloutEngine,
-    Rollouts,
-    SamplingParams,
-)
+from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
 TOKENIZER = make_char_tokenizer()
 MODEL = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=2, num_heads=4, seed=0).eval()

@@ -5,14 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.protocols import SamplingParams, WeightSync
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.engine import (
-    HFRolloutEngine,
-    SamplingParams,
-    WeightSync,
-    sampling_logits,
-)
+from verimath.trainer.rollout.hf_engine import HFRolloutEngine, sampling_logits
 
 TOKENIZER = make_char_tokenizer()
 MODEL = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=2, num_heads=4, seed=0).eval()

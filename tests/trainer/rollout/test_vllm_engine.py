@@ -17,9 +17,10 @@ import sys
 import numpy as np
 import pytest
 import torch
-from verimath.trainer.algo.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
+from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.model.tiny import EOS, make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.engine import HFRolloutEngine, SamplingParams, sampling_logits
+from verimath.trainer.rollout.hf_engine import HFRolloutEngine, sampling_logits
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 _skip_without_vllm = pytest.mark.skipif(
@@ -37,7 +38,7 @@ PROMPTS = [TOKENIZER(t)["input_ids"] for t in ("1+1=", "What is 12 - 3?\n", "9*9
 
 
 def test_importing_the_trainer_does_not_import_vllm():
-    code = ("import sys, verimath.trainer, verimath.trainer.rollout.engine, "
+    code = ("import sys, verimath.trainer, verimath.trainer.rollout.hf_engine, "
             "verimath.trainer.rollout.vllm_engine; print('vllm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

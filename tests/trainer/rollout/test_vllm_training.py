@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from verimath.envs.problem import write_problems
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 from verimath.trainer.rollout.episodes import heldout_problems
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from verimath.trainer.config import LoggingConfig
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.progress import is_print_step, metric_line

@@ -8,12 +8,12 @@ import sys
 import time
 
 import pytest
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
+from verimath.trainer.config.logging import check_backends
 from verimath.trainer.run.metrics import (
     MetricLoggers,
     MetricsWriter,
     check_backend_packages,
-    check_backends,
     make_metric_loggers,
     read_metrics,
 )

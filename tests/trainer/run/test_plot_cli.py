@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from verimath.trainer.cli import main as verimath
-from verimath.trainer.plot_cli import run_series, select_keys
+from verimath.trainer.run.plot_cli import run_series, select_keys
 
 BLUE, ORANGE = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E)  # matplotlib's C0 and C1
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from verimath.trainer.algo.batch import pack_batch, use_proximal_policy
 from verimath.trainer.algo.loss import dapo_policy_loss
 from verimath.trainer.algo.update import is_weights
-from verimath.trainer.rollout.episodes import Group
+from verimath.trainer.core.groups import Group
 
 
 def _groups(rng, n: int, g: int, stored: list[bool], engine: bool) -> list[Group]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from two_nodes import TINY, steps, torchrun_node, two_nodes, verimath_node
+from verimath.trainer.run.cli import add_arguments
 from verimath.trainer.run.launch import (
     ENDPOINT_ENV,
     TORCHRUN_ENV,
@@ -20,7 +21,6 @@ from verimath.trainer.run.launch import (
     resume_command,
     torchrun_command,
 )
-from verimath.trainer.train import add_arguments
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -72,7 +72,7 @@ def test_a_multi_node_launch_meets_at_the_endpoint():
     assert "--standalone" not in command
     assert ("--nproc-per-node 4 --nnodes 2 --rdzv-backend c10d "
             "--rdzv-endpoint node0:29500") in joined
-    assert joined.endswith("-m verimath.trainer.train --output-dir shared/run")
+    assert joined.endswith("-m verimath.trainer.worker --output-dir shared/run")
     one_node = torchrun_command(_args(["--nproc", "2"]), [])
     assert "--standalone" in one_node and "--nnodes" not in one_node
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import verimath.trainer.algo.step as step_module
+import verimath.trainer.run.step as step_module
 from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint, save_checkpoint
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 from verimath.trainer.run.loop import Stopped, train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state
@@ -37,7 +37,7 @@ def micro(warm_tiny_model) -> list[str]:
 
 
 def _command(micro: list[str], run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "verimath.trainer.train", "--output-dir", str(run_dir), *micro,
+    return [sys.executable, "-m", "verimath.trainer.worker", "--output-dir", str(run_dir), *micro,
             *extra]
 
 
@@ -68,7 +68,7 @@ def test_kill_9_at_a_random_step_then_resume_equals_the_uninterrupted_run(tmp_pa
     process.wait()
     resumed_from = load_checkpoint(latest_checkpoint(killed / "checkpoints"),
                                    restore_rng=False)["step"]
-    done = subprocess.run([sys.executable, "-m", "verimath.trainer.train", "--resume",
+    done = subprocess.run([sys.executable, "-m", "verimath.trainer.worker", "--resume",
                            str(killed)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     expected, got = _steps(whole / "metrics.jsonl"), _steps(killed / "metrics.jsonl")
@@ -156,7 +156,7 @@ def test_a_vllm_run_resumed_equals_the_uninterrupted_run(tmp_path, micro):
                    timeout=900)
     shutil.copytree(whole, parts)  # the run as it stood at its step-1 checkpoint
     shutil.rmtree(parts / "checkpoints" / "step_00000002")
-    done = subprocess.run([sys.executable, "-m", "verimath.trainer.train", "--resume",
+    done = subprocess.run([sys.executable, "-m", "verimath.trainer.worker", "--resume",
                            str(parts)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     expected, got = _steps(whole / "metrics.jsonl"), _steps(parts / "metrics.jsonl")

@@ -12,11 +12,12 @@ from verimath.rewards import score_batch
 from verimath.rewards.batch import RULES
 from verimath.rewards.extraction.final_answer import PATHS
 from verimath.trainer.algo.dynamic_sampling import SamplingStats
-from verimath.trainer.algo.step_metrics import path_shares, step_metrics
+from verimath.trainer.core.distributed import Comm
+from verimath.trainer.core.groups import RoundStats
+from verimath.trainer.core.protocols import Rollouts, SamplingParams
 from verimath.trainer.model.tiny import make_char_tokenizer
-from verimath.trainer.rollout.engine import Rollouts, SamplingParams
-from verimath.trainer.rollout.episodes import EpisodeSource, RoundStats
-from verimath.trainer.run.distributed import Comm
+from verimath.trainer.rollout.episodes import EpisodeSource
+from verimath.trainer.run.step import path_shares, step_metrics
 
 TOKENIZER = make_char_tokenizer()
 # One response per answer format, with the path the flexible style finds it by.

@@ -9,17 +9,18 @@ import pytest
 import torch
 from smoke_config import SMOKE
 from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
+from verimath.trainer.run.cli import main as cli_main
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state
-from verimath.trainer.train import main as cli_main
 
 REQUIRED_KEYS = [
     "compute/generated_tokens", "compute/trained_tokens", "sampling/generated_groups",
-    "sampling/kept_groups", "sampling/rounds", "sampling/hit_cap", "time/generate", "time/score", "time/update",
-    "reward/accuracy", "length/mean", "length/max", "length/truncated_frac",
-    "length/correct_mean", "length/wrong_mean", "clip/frac_low", "clip/frac_high", "policy/entropy", "optim/grad_norm", "optim/lr",
+    "sampling/kept_groups", "sampling/rounds", "sampling/hit_cap", "time/generate", "time/score",
+    "time/update", "reward/accuracy", "length/mean", "length/max", "length/truncated_frac",
+    "length/correct_mean", "length/wrong_mean", "clip/frac_low", "clip/frac_high",
+    "policy/entropy", "optim/grad_norm", "optim/lr",
     "loss/policy", "loss/kl",
 ]
 
@@ -152,7 +153,7 @@ def test_resuming_a_finished_run_changes_nothing(smoke_run, tmp_path):
 def _args(argv):
     import argparse
 
-    from verimath.trainer.train import add_arguments
+    from verimath.trainer.run.cli import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -9,9 +9,9 @@ import json
 import numpy as np
 import torch
 from verimath.trainer.algo.batch import pack_batch, sequence_logprobs
-from verimath.trainer.algo.step import keep_sampling_policy, use_sampling_policy
+from verimath.trainer.core.groups import Group
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.rollout.episodes import Group
+from verimath.trainer.run.step import keep_sampling_policy, use_sampling_policy
 
 TOKENIZER = make_char_tokenizer()
 FORWARD = {"micro_batch_size": 3, "temperature": 0.7, "chunk_size": 0}

@@ -1,30 +1,30 @@
 """Importing the RL step loads the algorithm and the state it reads, nothing of a run's
-construction: no checkpoints, warm start, engine factory, metrics writers or config files."""
+construction: no checkpoints, warm start, rollout engines, metrics writers or config files."""
 
 import json
 import subprocess
 import sys
 
-# The step, its math, the state it advances and the types that state holds.
+# The step, its math, the state it advances and the types that state holds: the algorithm
+# (algo), the trainer's floor (core) and the settings (config), nothing of rollout engines.
 STEP_MODULES = {
-    "verimath.trainer", "verimath.trainer.config", "verimath.trainer.settings",
-    *(f"verimath.trainer.settings.{m}" for m in ("algo", "checks", "model", "optim",
-                                                  "rollout", "run")),
-    "verimath.trainer.algo", "verimath.trainer.algo.advantages",
-    "verimath.trainer.algo.aggregation", "verimath.trainer.algo.batch",
-    "verimath.trainer.algo.dynamic_sampling", "verimath.trainer.algo.logprobs",
-    "verimath.trainer.algo.loss", "verimath.trainer.algo.schedule", "verimath.trainer.algo.step",
-    "verimath.trainer.algo.step_metrics", "verimath.trainer.algo.update",
-    "verimath.trainer.rollout", "verimath.trainer.rollout.engine",
-    "verimath.trainer.rollout.episodes",
-    "verimath.trainer.run", "verimath.trainer.run.distributed", "verimath.trainer.run.state",
+    "verimath.trainer", "verimath.trainer.run", "verimath.trainer.run.step",
+    "verimath.trainer.config",
+    *(f"verimath.trainer.config.{m}" for m in (
+        "algo", "checks", "choices", "data", "evaluation", "logging", "model", "optim", "reward",
+        "rollout", "warmstart")),
+    "verimath.trainer.algo",
+    *(f"verimath.trainer.algo.{m}" for m in (
+        "advantages", "aggregation", "batch", "dynamic_sampling", "loss", "update")),
+    "verimath.trainer.core",
+    *(f"verimath.trainer.core.{m}" for m in (
+        "distributed", "groups", "logprobs", "protocols", "state")),
 }
 CONSTRUCTION = ("verimath.trainer.checkpoint", "verimath.trainer.model",
-                "verimath.trainer.rollout.factory", "verimath.trainer.rollout.vllm_engine",
-                "verimath.trainer.rollout.vllm_start",
+                "verimath.trainer.rollout", "verimath.trainer.warmstart",
                 "verimath.trainer.run.setup", "verimath.trainer.run.metrics",
                 "verimath.trainer.run.loop", "verimath.trainer.evaluation",
-                "verimath.trainer.config_io")
+                "verimath.trainer.config.files")
 
 
 def loaded_by(module: str) -> set[str]:
@@ -38,7 +38,7 @@ def loaded_by(module: str) -> set[str]:
 
 
 def test_the_step_loads_the_algorithm_and_nothing_of_construction():
-    loaded = loaded_by("verimath.trainer.algo.step")
+    loaded = loaded_by("verimath.trainer.run.step")
     construction = sorted(m for m in loaded if m.startswith(CONSTRUCTION))
     assert not construction, f"importing the step loads {construction}"
     assert loaded <= STEP_MODULES, f"new modules behind the step: {sorted(loaded - STEP_MODULES)}"
@@ -47,9 +47,8 @@ def test_the_step_loads_the_algorithm_and_nothing_of_construction():
 def test_every_dapo_switch_is_read_where_the_step_docstring_says():
     import inspect
 
-    from verimath.trainer.algo import step
     from verimath.trainer.config import AlgoConfig
-    from verimath.trainer.run import setup
+    from verimath.trainer.run import setup, step
 
     doc, body = step.__doc__, inspect.getsource(step.rl_step)
     at_call_site = {"dynamic_sampling": "filter=algo.dynamic_sampling",

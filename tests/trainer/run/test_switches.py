@@ -9,8 +9,8 @@ barely warm-started tiny model (every answer wrong, some responses cut at
 from __future__ import annotations
 
 import pytest
-import verimath.trainer.algo.step as step_module
-from verimath.trainer.config_io import load_config
+import verimath.trainer.run.step as step_module
+from verimath.trainer.config.files import load_config
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state

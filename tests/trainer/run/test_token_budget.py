@@ -6,7 +6,7 @@ import math
 
 import pytest
 from smoke_config import SMOKE
-from verimath.trainer.config_io import load_config
+from verimath.trainer.config.files import load_config
 from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state

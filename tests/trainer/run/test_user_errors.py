@@ -11,9 +11,10 @@ import shutil
 import pytest
 import torch
 from verimath.trainer.checkpoint.files import latest_checkpoint, load_checkpoint, save_checkpoint
-from verimath.trainer.config_io import load_config
-from verimath.trainer.train import TRAINED_NOTHING, add_arguments, interrupted_message
-from verimath.trainer.train import main as train_main
+from verimath.trainer.config.files import load_config
+from verimath.trainer.run.cli import TRAINED_NOTHING, add_arguments
+from verimath.trainer.run.cli import main as train_main
+from verimath.trainer.run.launch import interrupted_message
 
 # A run that takes about a second: tiny model, no warm start, no evaluation.
 QUICK = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
@@ -94,7 +95,7 @@ def test_corrupt_safetensors_weights_are_named(tmp_path):
 
 
 def test_a_checkpoint_without_trainer_state_is_refused(checkpoint):
-    from verimath.trainer.checkpoint.run_state import _trainer_state
+    from verimath.trainer.run.checkpoints import _trainer_state
 
     meta = load_checkpoint(checkpoint, restore_rng=False)
     assert _trainer_state(meta) == {"run": {}, "episodes": {}}
@@ -142,7 +143,8 @@ def finished_run(tmp_path_factory):
 
 def test_resume_records_the_effective_config(finished_run, tmp_path):
     out = tmp_path / "continued"
-    assert _cli(["--resume", str(finished_run), "--output-dir", str(out), "optim.steps=2"]) in FINISHED
+    resumed = _cli(["--resume", str(finished_run), "--output-dir", str(out), "optim.steps=2"])
+    assert resumed in FINISHED
     assert load_config(str(out / "config.yaml")).optim.steps == 2
     assert [json.loads(line)["step"] for line in open(out / "metrics.jsonl")] == [2]
     assert load_config(str(finished_run / "config.yaml")).optim.steps == 1

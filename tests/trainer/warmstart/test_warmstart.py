@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from verimath.envs import generate, worked_solution
 from verimath.trainer.config import WarmstartConfig
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.model.warmstart import (
+from verimath.trainer.warmstart.supervised import (
     NOISE_OFFSETS,
     StopRule,
     describe_stop,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.envs import generate, worked_solution
 from verimath.trainer.config import WarmstartConfig
-from verimath.trainer.model.warmstart import noisy_solutions
+from verimath.trainer.warmstart.supervised import noisy_solutions
 
 PROBLEMS = [generate("Chain", 3, i, 3) for i in range(400)]
 

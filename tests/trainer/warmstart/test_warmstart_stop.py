@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.trainer.config import WarmstartConfig
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
-from verimath.trainer.model.warmstart import (
+from verimath.trainer.rollout.episodes import ExcludingGenerator
+from verimath.trainer.warmstart.stopping import StopRule, Trainer, describe_stop, train_until
+from verimath.trainer.warmstart.supervised import (
     SupervisedTrainer,
     probe_evaluator,
     probe_problems,
     warmstart,
 )
-from verimath.trainer.model.warmstart_stop import StopRule, Trainer, describe_stop, train_until
-from verimath.trainer.rollout.episodes import ExcludingGenerator
 
 TOKENIZER = make_char_tokenizer()
 
@@ -173,7 +173,7 @@ def test_a_restored_snapshot_retraces_the_same_training():
 
 def test_noise_after_trains_clean_until_a_check_reaches_it_and_a_restore_keeps_that(
         monkeypatch):
-    from verimath.trainer.model import warmstart as module
+    from verimath.trainer.warmstart import supervised as module
 
     used, real = [], module.noisy_solutions
     def recording(problems, *, noise, **kwargs):
@@ -242,7 +242,7 @@ def test_warm_start_keeps_the_weights_of_the_closest_fine_check():
 
 def test_the_probe_is_the_sampled_half_of_the_evaluation():
     from verimath.trainer.evaluation.evaluate import evaluate
-    from verimath.trainer.rollout.engine import HFRolloutEngine
+    from verimath.trainer.rollout.hf_engine import HFRolloutEngine
 
     model = make_tiny_model(TOKENIZER, hidden_size=32, num_layers=1, num_heads=2, seed=0)
     trainer = SupervisedTrainer(model, TOKENIZER, generator=ExcludingGenerator("Arithmetic"),
@@ -262,10 +262,10 @@ def test_the_probe_is_the_sampled_half_of_the_evaluation():
 
 
 def test_the_run_gives_the_fine_probe_its_larger_set_and_trains_on_neither(monkeypatch):
-    from verimath.trainer.config_io import load_config
+    from verimath.trainer.config.files import load_config
+    from verimath.trainer.core.distributed import Comm
     from verimath.trainer.rollout.episodes import heldout_problems
     from verimath.trainer.run import setup
-    from verimath.trainer.run.distributed import Comm
 
     cfg = load_config("chain", ["warmstart.steps=4", "warmstart.batch_size=2",
                                 "warmstart.eval_every=2", "warmstart.near_every=0",
