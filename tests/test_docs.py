@@ -11,6 +11,7 @@ write.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import re
@@ -97,6 +98,33 @@ def test_the_navigation_lists_every_page_once():
 def test_the_readmes_links_lead_to_pages_that_exist():
     for target in re.findall(r"\]\(((?:docs/|LICENSE)[^)#]*)", README):
         assert (ROOT / target).exists(), target
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``verimath.a.b.c`` is a module, or an attribute of the longest module prefix."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 1, -1):
+        module = ".".join(parts[:cut])
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            target = importlib.import_module(module)
+            for name in parts[cut:]:
+                if not hasattr(target, name):
+                    return False
+                target = getattr(target, name)
+            return True
+    return False
+
+
+def test_every_module_and_name_the_docs_spell_out_exists():
+    """Module paths inside the package move; a page that names an old one fails here."""
+    names = {m for text in [README, *TEXT.values()]
+             for m in re.findall(r"(?<![\w/])verimath(?:\.\w+)+", text)}
+    assert names
+    assert [n for n in sorted(names) if not _resolves(n)] == []
 
 
 def test_listed_presets_match_the_training_page(capsys):

@@ -66,7 +66,7 @@ FAST = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2"
         "model.threads=0", "warmstart.steps=0", "rollout.gen_prompts=2", "rollout.group_size=2",
         "rollout.max_new_tokens=4", "reward.overlong_buffer=2", "algo.train_prompts=2",
         "algo.mini_batch_prompts=2", "algo.max_gen_rounds=1", "algo.dynamic_sampling=false",
-        "eval.num_problems=8", "eval.k=1", "logging.progress=false", "logging.plot=false",
+        "eval.num_problems=2", "eval.k=1", "logging.progress=false", "logging.plot=false",
         "optim.steps=1"]
 FINISHED = (0, 3)
 """Exit codes of a FAST run that finished: 3 when its untrained model got nothing right."""
