@@ -34,8 +34,9 @@ value`` golds, relations, decimals, order, choice letters, pairs that agree on m
 but not all). A row's ``split`` field, when present, overrides the id rule.
 
 The golden table of the tests (``tests/golden/verify_cases.jsonl``, whole responses) is
-scored too, its ``mode: symbolic`` rows only (the other modes are verimath's strict
-integer and string matching, which math-verify does not have); it is all dev.
+scored too, its ``mode: symbolic`` rows under the default conventions only (the other modes
+are verimath's strict integer and string matching, and ``"conventions": "strict"`` rows its
+strict readings, which math-verify does not have); it is all dev.
 
 With the real datasets at hand (``../shared/data`` or ``$VERIMATH_DATA_DIR``), a second
 table scores text nobody wrote for this benchmark: the 500 worked solutions of MATH-500
@@ -111,12 +112,13 @@ def load_cases(path: Path = TABLE) -> list[dict]:
 
 
 def golden_cases(path: Path = GOLDEN_TABLE) -> list[dict]:
-    """The golden table's ``mode: symbolic`` rows as response rows of this benchmark (dev)."""
+    """The golden table's ``mode: symbolic`` rows (default conventions) as response rows of
+    this benchmark (dev)."""
     rows = []
     with path.open(encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
             row = json.loads(line)
-            if row["mode"] == "symbolic":
+            if row["mode"] == "symbolic" and row.get("conventions", "default") == "default":
                 rows.append({"id": f"golden-{lineno:03d}", "kind": "golden", "input": "response",
                              "source": f"{path.name}: {row['note']}", "text": row["response"],
                              "gold": row["gold"], "label": row["expected"], "split": "dev"})

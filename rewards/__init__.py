@@ -16,7 +16,12 @@ Public API (stable names):
     extract_answer, extract_with_path, is_equivalent, correctness_reward, score, explain,
     Explanation, overlong_penalty, score_batch, BatchScores, ScoringPool, default_pool,
     make_trl_reward, compute_score, compute_score_batch, fast_verdict, symbolic_verdict,
-    normalize_answer
+    normalize_answer, Conventions, STRICT_CONVENTIONS
+
+Grading conventions (what graders differ on: a value against ``name = value``, a relation's
+right side, decimals against exact golds, the order of bare lists, choice letters) are the
+``Conventions`` settings every verdict takes as ``conventions=``; the defaults follow what
+RL graders do, ``"strict"`` (``STRICT_CONVENTIONS``) turns each to its strict reading.
 
 Where each reward came from: ``BatchScores.paths`` and ``.rules`` per item, and
 ``BatchScores.path_shares()`` as metric keys (``reward/path_box``, ``reward/rule_fast``...)
@@ -26,6 +31,8 @@ for a trainer to log every step; ``explain(response, gold)`` for one verdict in 
 from verimath.rewards.adapters import compute_score, compute_score_batch, make_trl_reward
 from verimath.rewards.batch import BatchScores, score_batch
 from verimath.rewards.correctness import correctness_reward, is_equivalent, score
+from verimath.rewards.equality.conventions import STRICT as STRICT_CONVENTIONS
+from verimath.rewards.equality.conventions import Conventions
 from verimath.rewards.equality.equivalence import fast_verdict, normalize_answer, symbolic_verdict
 from verimath.rewards.explain import Explanation, explain
 from verimath.rewards.extraction.final_answer import extract_answer, extract_with_path
@@ -34,7 +41,9 @@ from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 from verimath.rewards.shaping.overlong import overlong_penalty
 
 __all__ = [
+    "STRICT_CONVENTIONS",
     "BatchScores",
+    "Conventions",
     "Explanation",
     "ScoringPool",
     "compute_score",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verimath.rewards.batch import score_batch
+from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import check_mode, check_timeout
 from verimath.rewards.extraction.final_answer import extract_answer
 from verimath.rewards.shaping.overlong import overlong_penalty
@@ -34,6 +35,7 @@ class TRLReward:
     timeout: float = 5.0
     max_length: int | None = None
     cache_length: int | None = None
+    conventions: Conventions | None = None
 
     @property
     def __name__(self) -> str:  # TRL logs rewards under this name
@@ -65,6 +67,7 @@ class TRLReward:
         scores = score_batch(
             texts, list(kwargs[self.gold_key]), lengths=lengths, max_length=self.max_length,
             cache_length=self.cache_length, style=self.style, mode=self.mode, timeout=self.timeout,
+            conventions=self.conventions,
         )
         log_metric = kwargs.get("log_metric")
         if callable(log_metric) and len(scores):
@@ -86,6 +89,7 @@ def make_trl_reward(
     timeout: float = 5.0,
     max_length: int | None = None,
     cache_length: int | None = None,
+    conventions: Conventions | str | dict | None = None,
 ) -> TRLReward:
     """A reward function for ``trl.GRPOTrainer(reward_funcs=[...])``.
 
@@ -97,6 +101,8 @@ def make_trl_reward(
         timeout: seconds per symbolic verification; a timeout scores -1.
         max_length, cache_length: DAPO's ``L_max`` and ``L_cache`` in tokens; set both to add
             the soft overlong penalty (paper: 16384 and 4096), or neither.
+        conventions: the grading conventions (``Conventions``, ``"default"``, ``"strict"`` or a
+            dict of settings; see ``verimath.rewards.equality.conventions``).
     """
     if not isinstance(gold_key, str) or not gold_key:
         raise ValueError(f"gold_key must be a non-empty column name, got {gold_key!r}")
@@ -105,7 +111,8 @@ def make_trl_reward(
         raise ValueError("set both max_length and cache_length for the overlong penalty, or neither")
     if max_length is not None:
         overlong_penalty(0, max_length=max_length, cache_length=cache_length)  # validates
-    return TRLReward(gold_key, style, mode, float(timeout), max_length, cache_length)
+    return TRLReward(gold_key, style, mode, float(timeout), max_length, cache_length,
+                     as_conventions(conventions))
 
 
 def compute_score(
@@ -117,15 +124,18 @@ def compute_score(
     style: str = "auto",
     mode: str = "symbolic",
     timeout: float = 5.0,
+    conventions: Conventions | str | dict | None = None,
 ) -> dict:
     """verl's ``custom_reward_function``: ``{"score": +1/-1, "acc": bool, "pred": str}``.
 
     ``data_source`` and ``extra_info`` are accepted and ignored (every source is scored the
-    same way); the keyword options come from verl's ``reward_kwargs``. The overlong penalty is
-    left to verl's reward manager (its ``overlong_buffer`` settings), as in verl's DAPO recipe.
+    same way); the keyword options come from verl's ``reward_kwargs`` (``conventions`` as
+    ``"strict"`` or a dict of settings there). The overlong penalty is left to verl's reward
+    manager (its ``overlong_buffer`` settings), as in verl's DAPO recipe.
     """
     return compute_score_batch([data_source], [solution_str], [ground_truth], None,
-                               style=style, mode=mode, timeout=timeout)[0]
+                               style=style, mode=mode, timeout=timeout,
+                               conventions=conventions)[0]
 
 
 def compute_score_batch(
@@ -137,11 +147,12 @@ def compute_score_batch(
     style: str = "auto",
     mode: str = "symbolic",
     timeout: float = 5.0,
+    conventions: Conventions | str | dict | None = None,
 ) -> list[dict]:
     """``compute_score`` for a whole batch at once (verl's batch reward manager calls this)."""
     _check_options(style, mode, timeout)
     scores = score_batch(list(solution_strs), list(ground_truths), style=style, mode=mode,
-                         timeout=timeout)
+                         timeout=timeout, conventions=as_conventions(conventions))
     return [
         {"score": float(s), "acc": bool(c), "pred": p if p is not None else ""}
         for s, c, p in zip(scores.correctness, scores.correct, scores.extracted)

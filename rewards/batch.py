@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import check_mode, check_timeout, fast_verdict
 from verimath.rewards.extraction.final_answer import PATHS, extract_with_path
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
@@ -87,6 +88,7 @@ def score_batch(
     timeout: float = 5.0,
     workers: int | None = None,
     pool: ScoringPool | None = None,
+    conventions: Conventions | str | None = None,
 ) -> BatchScores:
     """Score ``responses`` against ``golds`` (index-aligned); see the module docstring.
 
@@ -106,10 +108,12 @@ def score_batch(
             are reused by later calls); an int starts a private pool of that many processes
             for this call and closes it before returning.
         pool: a ``ScoringPool`` of your own to score with (left open); excludes ``workers``.
+        conventions: the grading conventions (``Conventions``, ``"default"`` or ``"strict"``;
+            see ``verimath.rewards.equality.conventions``).
     """
     kwargs = dict(
         lengths=lengths, max_length=max_length, cache_length=cache_length,
-        style=style, mode=mode, timeout=timeout,
+        style=style, mode=mode, timeout=timeout, conventions=conventions,
     )
     if pool is not None:
         if workers is not None:
@@ -132,12 +136,15 @@ def score_with_pool(
     style: str = "auto",
     mode: str = "symbolic",
     timeout: float = 5.0,
+    conventions: Conventions | str | None = None,
 ) -> BatchScores:
     """``score_batch`` on a given pool (``score_batch(..., pool=pool)`` calls this)."""
     golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout)
+    conventions = as_conventions(conventions)
     found = [extract_with_path(text, style=style) for text in responses]
     extracted = [answer for answer, _ in found]
-    verdicts = _unique_verdicts(pool, extracted, golds, mode=mode, timeout=timeout)
+    verdicts = _unique_verdicts(pool, extracted, golds, mode=mode, timeout=timeout,
+                                conventions=conventions)
     n = len(extracted)
     correct = np.zeros(n, dtype=bool)
     timed_out = np.zeros(n, dtype=bool)
@@ -156,21 +163,22 @@ def score_with_pool(
     return BatchScores(*arrays, extracted=extracted, paths=[path for _, path in found], rules=rules)
 
 
-def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float) -> dict:
+def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float,
+                     conventions: Conventions) -> dict:
     """``(verdict, timed_out, rule)`` per unique ``(pred, gold)``: fast path here, rest in pool."""
     verdicts: dict[tuple[str, str], tuple[bool, bool, str]] = {}
     undecided: dict[tuple[str, str], None] = {}  # ordered set
     for key in zip(extracted, golds):
         if key[0] is None or key in verdicts or key in undecided:
             continue
-        fast = fast_verdict(key[0], key[1], mode=mode)
+        fast = fast_verdict(key[0], key[1], mode=mode, conventions=conventions)
         if fast is None:
             undecided[key] = None
         else:
             verdicts[key] = (bool(fast), False, "fast")
     if undecided:
         pairs = list(undecided)
-        for key, (ok, late) in zip(pairs, pool.verify(pairs, timeout=timeout)):
+        for key, (ok, late) in zip(pairs, pool.verify(pairs, timeout=timeout, conventions=conventions)):
             verdicts[key] = (ok, late, "timeout" if late else "symbolic")
     return verdicts
 

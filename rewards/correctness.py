@@ -19,6 +19,7 @@ caller adds.
 
 from __future__ import annotations
 
+from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import check_mode, check_timeout, fast_verdict
 from verimath.rewards.extraction.final_answer import answer_core, extract_answer
 from verimath.rewards.pool.scoring_pool import default_pool
@@ -27,7 +28,8 @@ __all__ = ["correctness_reward", "is_equivalent", "score"]
 
 
 def is_equivalent(
-    pred: str | None, gold: str, *, mode: str = "symbolic", timeout: float = 5.0
+    pred: str | None, gold: str, *, mode: str = "symbolic", timeout: float = 5.0,
+    conventions: Conventions | str | None = None,
 ) -> bool:
     """Whether the extracted answer ``pred`` is equivalent to the gold answer ``gold``.
 
@@ -36,20 +38,30 @@ def is_equivalent(
     verification after ``timeout`` seconds of wall-clock time and counts it as ``False``
     (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
     never call math-verify. Gold is the reference: ``verify(gold, pred)``, not symmetric.
+    ``conventions`` (``Conventions``, ``"default"`` or ``"strict"``; see
+    ``verimath.rewards.equality.conventions``) settles what graders differ on: a value
+    against ``name = value``, a relation's right side, decimals against exact golds, the
+    order of bare lists, choice letters.
 
+    Math delimiters around either side never change the verdict (``$1$``, ``$$1$$``,
+    ``\\(1\\)``, ``\\[1\\]`` and ``1`` are one answer), and the verdict is the reward of a
+    response that ends in ``Answer: pred``, ``\\boxed{pred}`` or ``<answer>pred</answer>``.
     ``pred`` may still carry words (``"Therefore $x \\geq 5$ is the solution."``,
-    ``"The answer is 0.5"``): the math it states is compared (``extract.answer_core``),
-    as strictly as a bare answer; negated or hedged predictions stay incorrect.
+    ``"The answer is 0.5"``): the math it states is compared (``extract.answer_core``), as
+    strictly as a bare answer; negated or hedged predictions stay incorrect.
 
     >>> is_equivalent("The answer is 0.5", "\\\\frac{1}{2}")
     True
+    >>> is_equivalent("$1$", "$k = 1$")
+    True
     """
+    conventions = as_conventions(conventions)
     if not isinstance(pred, str):
-        return _verdict(pred, gold, mode, timeout)
-    return _verdict(answer_core(pred), gold, mode, timeout)
+        return _verdict(pred, gold, mode, timeout, conventions)
+    return _verdict(answer_core(pred), gold, mode, timeout, conventions)
 
 
-def _verdict(pred: str | None, gold: str, mode: str, timeout: float) -> bool:
+def _verdict(pred: str | None, gold: str, mode: str, timeout: float, conventions: Conventions) -> bool:
     """The fast path, then math-verify in the pool; ``pred`` is compared as it is."""
     check_mode(mode)
     check_timeout(timeout)
@@ -57,28 +69,31 @@ def _verdict(pred: str | None, gold: str, mode: str, timeout: float) -> bool:
         raise TypeError(f"gold must be a str, got {type(gold).__name__}: {gold!r}")
     if pred is None:
         return False
-    verdict = fast_verdict(pred, gold, mode=mode)
+    verdict = fast_verdict(pred, gold, mode=mode, conventions=conventions)
     if verdict is not None:
         return verdict
-    symbolic, _timed_out = default_pool().verify([(pred, gold)], timeout=timeout)[0]
+    (symbolic, _timed_out), = default_pool().verify([(pred, gold)], timeout=timeout,
+                                                   conventions=conventions)
     return bool(symbolic)
 
 
 def correctness_reward(
-    response: str, gold: str, *, style: str = "auto", mode: str = "symbolic", timeout: float = 5.0
+    response: str, gold: str, *, style: str = "auto", mode: str = "symbolic", timeout: float = 5.0,
+    conventions: Conventions | str | None = None,
 ) -> float:
     """+1.0 if the answer extracted from ``response`` is equivalent to ``gold``, else -1.0.
 
     Args:
         response: the model's full response text.
-        gold: the reference answer (a bare answer such as ``"42"`` or ``"\\\\frac{1}{2}"``).
+        gold: the reference answer (a bare answer such as ``"42"`` or ``"\\frac{1}{2}"``).
         style: answer extraction, ``"auto"`` (``<answer>`` tag, a final ``A:`` line,
-            ``Answer:`` line, then ``\\\\boxed{}``; the strict format, for training),
+            ``Answer:`` line, then ``\\boxed{}``; the strict format, for training),
             ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also final-answer phrases in many
             languages and the last math; for evaluation); see ``verimath.rewards.extraction.final_answer``.
         mode: ``"symbolic"`` (fast exact path, then math-verify), ``"integer"`` (DAPO's
             strict integer matching) or ``"string"`` (normalized strings).
         timeout: wall-clock seconds for the symbolic check; a timeout scores -1.0.
+        conventions: the grading conventions (``is_equivalent``); default: what RL graders do.
 
     >>> correctness_reward("6 * 7 = 42\\nAnswer: 42", "42")
     1.0
@@ -86,7 +101,7 @@ def correctness_reward(
     -1.0
     """
     pred = extract_answer(response, style=style)
-    return 1.0 if _verdict(pred, gold, mode, timeout) else -1.0
+    return 1.0 if _verdict(pred, gold, mode, timeout, as_conventions(conventions)) else -1.0
 
 
 score = correctness_reward

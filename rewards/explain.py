@@ -11,12 +11,17 @@ answer is:``), ``box`` (``\\boxed{}``), ``phrase`` (``the answer is ...`` in a d
 languages), ``last_math`` (the last math of the response), ``none``.
 
 Rules (``RULES``): ``no_answer``; ``exact`` (the same text after normalization);
-``written_rule`` (letter case, value vs equation, decimals: ``rules``, ``tolerance``);
-``fast`` (exact arithmetic: numbers, radicals, polynomials, lists); ``symbolic``
-(math-verify, confirmed by the probe); ``probe`` (the numeric probe or the relation
-normalizer overruled math-verify: ``probe``); ``timeout`` (the pool's time bound ran out).
-Telling ``probe`` from ``symbolic`` runs math-verify alone once more, in a one-worker pool
-of its own: explanations cost more than rewards, and are meant for debugging.
+``written_rule`` (letter case, words, a value against an equation: ``rules``);
+``convention`` (a grading convention decided: ``convention`` names which field of
+``Conventions``, such as ``name_value`` or ``decimal_digits``); ``fast`` (exact arithmetic:
+numbers, radicals, polynomials, lists, relations); ``symbolic`` (math-verify, confirmed by
+the probe); ``probe`` (the numeric probe or the relation normalizer overruled math-verify:
+``probe``); ``timeout`` (the pool's time bound ran out). The rule and the two normalized sides
+come from the same decision as the verdict, so they always lead to it: ``exact`` comes with
+equal sides and a correct verdict, and equal sides are never called incorrect by a rule
+that compares them. Telling ``probe`` from ``symbolic`` runs math-verify alone once more, in
+a one-worker pool of its own: explanations cost more than rewards, and are meant for
+debugging.
 """
 
 from __future__ import annotations
@@ -25,26 +30,26 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import (
     check_mode,
     check_timeout,
-    fast_verdict,
+    fast_decision,
     math_verify_verdict,
     normalize_answer,
-    written_rule_verdict,
 )
-from verimath.rewards.equality.notation import align_pair
 from verimath.rewards.extraction.final_answer import extract_with_path
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 
 __all__ = ["RULES", "Explanation", "explain"]
 
-RULES = ("no_answer", "exact", "written_rule", "fast", "symbolic", "probe", "timeout")
+RULES = ("no_answer", "exact", "written_rule", "convention", "fast", "symbolic", "probe", "timeout")
 
 
 @dataclass(frozen=True)
 class Explanation:
-    """One verdict, explained (see the module docstring for ``path`` and ``rule``)."""
+    """One verdict, explained (see the module docstring for ``path``, ``rule`` and
+    ``convention``)."""
 
     correct: bool
     style: str
@@ -54,6 +59,7 @@ class Explanation:
     gold_normalized: str
     rule: str
     seconds: float
+    convention: str | None = None
 
     @property
     def reward(self) -> float:
@@ -63,17 +69,18 @@ class Explanation:
         return {**asdict(self), "reward": self.reward}
 
     def __str__(self) -> str:
+        rule = self.rule if self.convention is None else f"{self.rule} ({self.convention})"
         return (
             f"reward {self.reward:+.0f} ({'correct' if self.correct else 'incorrect'})\n"
             f"  extracted  {self.extracted!r} from {self.path} (style {self.style})\n"
             f"  normalized {self.pred_normalized!r} vs gold {self.gold_normalized!r}\n"
-            f"  decided by {self.rule} in {1000 * self.seconds:.1f} ms"
+            f"  decided by {rule} in {1000 * self.seconds:.1f} ms"
         )
 
 
 def explain(
     response: str, gold: str, *, style: str = "flexible", mode: str = "symbolic",
-    timeout: float = 5.0,
+    timeout: float = 5.0, conventions: Conventions | str | None = None,
 ) -> Explanation:
     """Score ``response`` against ``gold`` as ``correctness_reward`` does, and say why.
 
@@ -85,35 +92,34 @@ def explain(
     """
     check_mode(mode)
     check_timeout(timeout)
+    conventions = as_conventions(conventions)
     start = time.perf_counter()
     pred, path = extract_with_path(response, style=style)
     if pred is None:
         return Explanation(False, style, path, None, None, _normalized(gold), "no_answer",
                            time.perf_counter() - start)
-    correct, rule = _decide(pred, gold, mode, timeout)
-    p, g = align_pair(pred, gold)
-    return Explanation(correct, style, path, pred, normalize_answer(p), normalize_answer(g),
-                       rule, time.perf_counter() - start)
+    correct, rule, convention, p, g = _decide(pred, gold, mode, timeout, conventions)
+    return Explanation(correct, style, path, pred, p, g, rule, time.perf_counter() - start,
+                       convention)
 
 
-def _decide(pred: str, gold: str, mode: str, timeout: float) -> tuple[bool, str]:
-    fast = fast_verdict(pred, gold, mode=mode)
-    if fast is not None:
-        p, g = align_pair(pred, gold)
-        if normalize_answer(p) == normalize_answer(g):
-            return fast, "exact"
-        if mode == "symbolic" and written_rule_verdict(pred, gold) is not None:
-            return fast, "written_rule"
-        return fast, "fast"
-    (verdict, late), = default_pool().verify([(pred, gold)], timeout=timeout)
+def _decide(pred: str, gold: str, mode: str, timeout: float, conventions: Conventions):
+    """``(correct, rule, convention, pred as compared, gold as compared)``: the reward's own
+    decision (``fast_decision``, then the pool), never a second opinion."""
+    decision = fast_decision(pred, gold, mode=mode, conventions=conventions)
+    sides = (decision.pred, decision.gold)
+    if decision.verdict is not None:
+        return decision.verdict, decision.rule, decision.convention, *sides
+    (verdict, late), = default_pool().verify([(pred, gold)], timeout=timeout, conventions=conventions)
     if late:
-        return False, "timeout"
-    (alone, late), = _math_verify_pool().verify([(pred, gold)], timeout=timeout)
-    return verdict, ("symbolic" if late or alone == verdict else "probe")
+        return False, "timeout", None, *sides
+    (alone, late), = _math_verify_pool().verify([(pred, gold)], timeout=timeout,
+                                                conventions=conventions)
+    return verdict, ("symbolic" if late or alone == verdict else "probe"), decision.convention, *sides
 
 
 def _normalized(gold: str) -> str:
-    return normalize_answer(align_pair("", gold)[1]) if isinstance(gold, str) else str(gold)
+    return normalize_answer(gold) if isinstance(gold, str) else str(gold)
 
 
 _POOL: ScoringPool | None = None

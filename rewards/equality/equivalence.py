@@ -2,11 +2,13 @@
 
 Public functions (names and signatures are a contract with ``rewards/pool/scoring_pool.py``):
 
-``fast_verdict(pred, gold, *, mode)``
+``fast_verdict(pred, gold, *, mode, conventions)``
     Decides in-process, in bounded time, with exact rational arithmetic
     (``fractions.Fraction``): ``True`` only when the two answers are certainly equivalent,
     ``False`` only when they certainly differ, ``None`` when the symbolic path must decide.
-``symbolic_verdict(pred, gold)``
+    ``fast_decision`` gives the same verdict with the rule that decided it and the two
+    sides as compared (``explain`` shows them).
+``symbolic_verdict(pred, gold, conventions)``
     math-verify in this process, with no timeout of its own: callers bound its time (the
     scoring pool runs it in a worker process and kills that worker on timeout). Its verdict
     is then cross-checked by ``probe.probe_verdict`` (a numeric probe at seeded random points
@@ -14,10 +16,12 @@ Public functions (names and signatures are a contract with ``rewards/pool/scorin
 ``is_equivalent(pred, gold, *, mode, timeout)`` (in ``correctness.py``, above the pool)
     The fast path, then (mode ``"symbolic"`` only) the symbolic path in the scoring pool.
 
-Both verdicts first align the pair's notation (``notation.align_pair``): plain-text
-calculator notation read into LaTeX (``plain_math``), the math of a prediction wrapped in
-words, relations as intervals, matrices as ``pmatrix``, decimal
-commas, ``\\pm``, stray trailing backslashes.
+Both verdicts first read the pair the same way (``readings.read_pair``): math delimiters
+stripped from both sides, the notation aligned (``notation.align_pair``: plain-text
+calculator notation read into LaTeX, relations as intervals, matrices as ``pmatrix``,
+decimal commas, ``\\pm``, stray trailing backslashes), choice letters decided, equations
+compared as relations, and the conventions of ``conventions.Conventions`` applied (a value
+against ``name = value``, a relation's right side against a value).
 
 What counts as the same answer (``normalize_answer``): spacing commands, ``$``,
 ``\\left``/``\\right``, ``\\displaystyle`` and whitespace are dropped; ``\\dfrac`` and
@@ -33,15 +37,16 @@ math-verify). Parenthesised/bracketed lists of numbers are compared element-wise
 (intervals and tuples keep order and bracket types; ``\\{...\\}`` sets ignore order);
 intervals with different bracket kinds differ (``(1, 2]`` is not ``[1, 2]``). Ordered or
 not is decided by the gold: a gold tuple ``(a, b)`` keeps its order (a bare ``a, b``
-prediction is read in order); a gold written as a bare list ``a, b`` or a set
-``\\{a, b\\}`` matches a bare list or a set of the same elements in any order. Matrices
+prediction is read in order); a gold written as a set ``\\{a, b\\}`` matches a bare list or
+a set of the same elements in any order, and so does a bare list ``a, b`` unless the
+``ordered_lists`` convention is on. Matrices
 are compared cell by cell (shapes must agree). Distinct
-integers always differ; a decimal against an exact number follows ``tolerance`` (a decimal
-gold is a rounded exact value; a decimal prediction must equal an exact gold); other unequal
+integers always differ; a decimal against an exact number follows ``tolerance`` (the
+``decimal_digits`` convention: a decimal gold is a rounded exact value; a decimal prediction
+of an exact gold needs that many significant digits, agreeing); other unequal
 numbers differ unless math-verify's rounding to 6 decimal places could merge them (then it
 decides). Before any of this, the written rules of ``rules`` decide letter case (``X`` is
-not ``x``; choice letters and words ignore case) and value vs equation (``2`` is ``y = 2``,
-``x = 2`` is not ``y = 2``). Products of a rational, square roots
+not ``x``; words ignore case). Products of a rational, square roots
 and ``\\pi`` are compared exactly (``2\\sqrt{3}`` = ``\\sqrt{12}`` = ``\\sqrt3\\cdot2``,
 ``\\frac{\\pi}{2}`` = ``\\frac12\\pi``), and so are polynomials in one variable with
 rational coefficients (``(x+6)^2`` = ``x^2+12x+36``) and quotients of them
@@ -63,8 +68,10 @@ Python-code tokens (``__``, ``import``, ``eval``, ``exec``, ``lambda`` without a
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 
+from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.fast_path import (
     compare_lists,
     compare_numbers,
@@ -75,24 +82,30 @@ from verimath.rewards.equality.lists import collection, compare_collections
 from verimath.rewards.equality.notation import align_pair, brace_frac_args
 from verimath.rewards.equality.polynomials import parse_polynomial, parse_rational, rationals_equal
 from verimath.rewards.equality.probe import probe_verdict
-from verimath.rewards.equality.rules import (
-    case_verdict,
-    decimal_verdict,
-    is_unsolved_equation,
-    variable_verdict,
-)
+from verimath.rewards.equality.readings import as_ordered, read_pair
+from verimath.rewards.equality.relations import equation_sides, relations_equal
+from verimath.rewards.equality.rules import case_verdict
 from verimath.rewards.equality.size_guard import is_intractable
+from verimath.rewards.equality.tolerance import (
+    decimal_agrees,
+    decimal_matches,
+    decimal_places,
+    decimals_equal,
+    surd_value,
+)
+from verimath.rewards.text.delimiters import strip_delimiters
 from verimath.rewards.text.numbers import integer_digits, parse_number
 
 __all__ = [
     "MODES",
+    "Decision",
     "brace_frac_args",
+    "fast_decision",
     "fast_verdict",
     "looks_like_code",
     "math_verify_verdict",
     "normalize_answer",
     "symbolic_verdict",
-    "written_rule_verdict",
 ]
 
 MODES = ("symbolic", "integer", "string")
@@ -151,85 +164,156 @@ def normalize_answer(answer: str) -> str:
     return text.rstrip(".")
 
 
-def fast_verdict(pred: str, gold: str, *, mode: str = "symbolic") -> bool | None:
+@dataclass(frozen=True)
+class Decision:
+    """A verdict of the fast path with its reason: ``rule`` (``"exact"``: the same text once
+    normalized; ``"written_rule"``: letter case or words (``rules``), or a value against an
+    equation; ``"convention"``: the ``Conventions`` field named in ``convention`` decided;
+    ``"fast"``: exact arithmetic; ``"undecided"``: the symbolic path must decide) and the two
+    sides as last compared (``pred``, ``gold``, normalized)."""
+
+    verdict: bool | None
+    rule: str
+    pred: str
+    gold: str
+    convention: str | None = None
+
+
+def fast_verdict(
+    pred: str, gold: str, *, mode: str = "symbolic", conventions: Conventions | str | None = None
+) -> bool | None:
     """Decide cheaply whether ``pred`` is equivalent to ``gold``; ``None`` if undecided.
 
     ``True`` only when certainly equivalent, ``False`` only when certainly not. Modes:
     ``"symbolic"`` may return ``None``; ``"integer"`` (DAPO's strict matching: both sides
     integers after normalization, equal by value; ``3.0`` is *not* an integer spelling) and
-    ``"string"`` (normalized strings equal) always decide. Never raises on any ``str``
-    input; an unknown ``mode`` is a ``ValueError``.
+    ``"string"`` (normalized strings equal) always decide. ``conventions`` (``Conventions``,
+    ``"default"`` or ``"strict"``) applies in mode ``"symbolic"``. Never raises on any ``str``
+    input; an unknown ``mode`` or ``conventions`` is a ``ValueError``.
     """
+    return fast_decision(pred, gold, mode=mode, conventions=conventions).verdict
+
+
+def fast_decision(
+    pred: str, gold: str, *, mode: str = "symbolic", conventions: Conventions | str | None = None
+) -> Decision:
+    """``fast_verdict``'s verdict with the rule that decided it (``Decision``)."""
     check_mode(mode)
+    conventions = as_conventions(conventions)
     if not isinstance(pred, str) or not isinstance(gold, str):
-        return False
+        return Decision(False, "written_rule", str(pred), str(gold))
     try:
-        return _fast_verdict(pred, gold, mode)
+        return _fast_decision(pred, gold, mode, conventions)
     except Exception:  # defensive: a verdict must never crash a training step
-        return None if mode == "symbolic" else False
+        return Decision(None if mode == "symbolic" else False, "undecided", pred, gold)
 
 
-def _fast_verdict(pred: str, gold: str, mode: str) -> bool | None:
+def _fast_decision(pred: str, gold: str, mode: str, conventions: Conventions) -> Decision:
     if pred.strip() == gold.strip() and gold.strip():
-        return True
-    pred, gold = align_pair(pred, gold)
+        same = normalize_answer(pred)
+        return Decision(True, "exact", same, same)
+    if mode != "symbolic":
+        return _strict_mode(pred, gold, mode)
+    reading = read_pair(pred, gold, conventions)
+    pred, gold = reading.pred, reading.gold
+    if reading.verdict is not None:
+        return Decision(reading.verdict, reading.rule, normalize_answer(pred),
+                        normalize_answer(gold), reading.convention)
     if max(len(pred), len(gold)) > MAX_FAST_CHARS:
-        return None if mode == "symbolic" else False
+        return Decision(None, "undecided", pred, gold)
     p, g = normalize_answer(pred), normalize_answer(gold)
+    if reading.relations:
+        return _relations(pred, gold, p, g)
+    if p == g and p:
+        return Decision(True, "exact", p, g, reading.convention)
     if _SPACED_LIST.search(pred) or _SPACED_LIST.search(gold):
         p, g = _as_list(p, pred), _as_list(g, gold)  # "32, 349" lists two numbers
-    if mode == "string":
-        return p == g and p != ""
-    if mode == "integer":
-        a, b = integer_digits(p), integer_digits(g)
-        return a is not None and a == b
-    decided = _written_rules(pred, gold, p, g)
+    decided = case_verdict(p, g)
     if decided is not None:
-        return decided
+        return Decision(decided, "written_rule", p, g)
     if p == g:
-        return p != "" or None
+        return Decision(p != "" or None, "exact" if p else "undecided", p, g)
+    verdict, convention = _compare(p, g, conventions)
+    return Decision(verdict, "undecided" if verdict is None else ("convention" if convention else "fast"),
+                    p, g, convention or reading.convention)
+
+
+def _strict_mode(pred: str, gold: str, mode: str) -> Decision:
+    """Modes ``"string"`` and ``"integer"``: delimiters and notation aside, no conventions."""
+    pred, gold = align_pair(strip_delimiters(pred), strip_delimiters(gold))
+    if max(len(pred), len(gold)) > MAX_FAST_CHARS:
+        return Decision(False, "fast", pred, gold)
+    p, g = normalize_answer(pred), normalize_answer(gold)
+    if _SPACED_LIST.search(pred) or _SPACED_LIST.search(gold):
+        p, g = _as_list(p, pred), _as_list(g, gold)
+    if mode == "string":
+        return Decision(p == g and p != "", "exact" if p == g else "fast", p, g)
+    a, b = integer_digits(p), integer_digits(g)
+    return Decision(a is not None and a == b, "fast", p, g)
+
+
+def _relations(pred: str, gold: str, p: str, g: str) -> Decision:
+    """Two equations compared as relations (``relations.relations_equal``)."""
+    sides_p = [normalize_answer(side) for side in equation_sides(pred) or ()]
+    sides_g = [normalize_answer(side) for side in equation_sides(gold) or ()]
+    if sides_p == sides_g and sides_p:
+        return Decision(True, "exact", p, g)
+    verdict = relations_equal(sides_p, sides_g) if sides_p and sides_g else None
+    return Decision(verdict, "undecided" if verdict is None else "fast", p, g)
+
+
+def _compare(p: str, g: str, conventions: Conventions) -> tuple[bool | None, str | None]:
+    """Exact arithmetic on normalized sides: ``(verdict, convention that decided or None)``."""
     a, b = parse_number(p) or _constant(p), parse_number(g) or _constant(g)
     if a is not None and b is not None:
-        decided = None if a[1] or b[1] else decimal_verdict(p, a[0], g, b[0])
-        return decided if decided is not None else compare_numbers(a, b)
+        if a[1] or b[1]:
+            return compare_numbers(a, b), None
+        decided = _decimal_verdict(p, a[0], g, b[0], conventions.decimal_digits)
+        if decided is not None:
+            return decided
+        return compare_numbers(a, b), None
     if (a is None) != (b is None):
-        versus = _number_versus(a or b, g if a is not None else p)
-        if versus is not None:
+        versus = _number_versus(a or b, g if a is not None else p, p if a is not None else g,
+                                a is not None, conventions.decimal_digits)
+        if versus != (None, None):
             return versus
     tp, tg = parse_list(p), parse_list(g)
     if tp is not None and tg is not None:
-        return compare_lists(tp, tg)
-    collections = compare_collections(p, g, _same_item)
+        return compare_lists(tp, tg), None
+    same = lambda x, y: _item_verdict(x, y, conventions)  # noqa: E731
+    collections = compare_collections(p, g, same, ordered=conventions.ordered_lists)
     if collections is not None:
-        return collections
+        return collections, ("ordered_lists" if _bare_pair(p, g) else None)
     sp, sg = parse_surd(p), parse_surd(g)
     if sp is not None and sg is not None:
-        return sp == sg
+        return sp == sg, None
     polynomials = _compare_polynomials(parse_polynomial(p), parse_polynomial(g))
     if polynomials is not None:
-        return polynomials
-    return _compare_rationals(p, g)
+        return polynomials, None
+    return _compare_rationals(p, g), None
 
 
-def written_rule_verdict(pred: str, gold: str) -> bool | None:
-    """The verdict of the written rules alone (``rules``), ``None`` when none applies."""
-    pred, gold = align_pair(pred, gold)
-    p, g = normalize_answer(pred), normalize_answer(gold)
-    decided = _written_rules(pred, gold, p, g)
-    a, b = parse_number(p), parse_number(g)
-    if decided is None and a is not None and b is not None and not (a[1] or b[1]) and a != b:
-        decided = decimal_verdict(p, a[0], g, b[0])
-    return decided
+def _bare_pair(p: str, g: str) -> bool:
+    return collection(p)[0] == "bare" and collection(g)[0] == "bare"
 
 
-def _written_rules(pred: str, gold: str, p: str, g: str) -> bool | None:
-    """Letter case, value vs equation (``rules``), on the aligned and normalized pair."""
-    decided = case_verdict(p, g)
-    if decided is None:
-        decided = variable_verdict(pred, gold)
-    if decided is None and "=" not in pred and is_unsolved_equation(gold):
-        decided = False  # a value against an equation that is not solved for a variable
-    return decided
+def _decimal_verdict(p: str, a: Fraction, g: str, b: Fraction, digits: int | None):
+    """Two numbers, one or both written as decimals: ``(verdict, convention)``; None when
+    neither is a decimal (exact numbers compare exactly)."""
+    if a == b:
+        return True, None
+    dp, dg = decimal_places(p), decimal_places(g)
+    if dp is not None and dg is not None:
+        return decimals_equal(a, b), None
+    if dg is not None:
+        return decimal_matches(g, a, digits), "decimal_digits"
+    if dp is not None:
+        return decimal_agrees(p, b, digits), "decimal_digits"
+    return None
+
+
+def _item_verdict(x: str, y: str, conventions: Conventions) -> bool | None:
+    return _fast_decision(x, y, "symbolic", conventions).verdict
 
 
 _MIXED = re.compile(r"[0-9]\s*\\[dt]?frac")
@@ -248,18 +332,25 @@ def _constant(text: str) -> tuple[Fraction, bool] | None:
     return (dict(poly[1]).get(0, Fraction(0)), False)
 
 
-def _number_versus(number: tuple[Fraction, bool], other: str) -> bool | None:
-    """A number against something else: an integer and a product of radicals and pi are
-    compared exactly (as two such products are; a decimal is left to math-verify, which
-    rounds); a list, tuple or interval never equals a number."""
+def _number_versus(number: tuple[Fraction, bool], other: str, text: str, is_pred: bool,
+                   digits: int | None) -> tuple[bool | None, str | None]:
+    """A number (written ``text``) against something else: an integer and a product of
+    radicals and pi are compared exactly, a decimal and such a product by the
+    ``decimal_digits`` convention (``tolerance``); a list, tuple or interval never equals a
+    number. ``(verdict, convention)``; ``(None, None)`` when undecided."""
     value, percent = number
     surd = parse_surd(other)
-    if surd is not None and not percent and value.denominator == 1:
-        return surd == ((value, 1, 0) if value else (Fraction(0), 1, 0))
+    if surd is not None and not percent:
+        if value.denominator == 1 and decimal_places(text) is None:
+            return surd == ((value, 1, 0) if value else (Fraction(0), 1, 0)), None
+        if decimal_places(text) is not None:
+            exact = surd_value(*surd)
+            agrees = decimal_agrees(text, exact, digits) if is_pred else decimal_matches(text, exact, digits)
+            return agrees, "decimal_digits"
     bracketed = other.startswith(("(", "[", "\\{")) and collection(other)[1] is not None
     if parse_list(other) is not None or bracketed:
-        return False  # ("1,000.99m" is no list: a bare comma may be a thousands separator)
-    return None
+        return False, None  # ("1,000.99m" is no list: a bare comma may be a thousands separator)
+    return None, None
 
 
 def _compare_rationals(p: str, g: str) -> bool | None:
@@ -283,10 +374,6 @@ def _as_list(normalized: str, raw: str) -> str:
     if not _SPACED_LIST.search(raw) or normalized.startswith(("(", "[", "\\{")):
         return normalized
     return "\\{" + normalized + "\\}" if "," in normalized else normalized
-
-
-def _same_item(x: str, y: str) -> bool | None:
-    return _fast_verdict(x, y, "symbolic")
 
 
 def _compare_polynomials(a, b) -> bool | None:
@@ -315,18 +402,19 @@ def looks_like_code(text: str) -> bool:
     return _CODE.search(text) is not None
 
 
-def symbolic_verdict(pred: str, gold: str) -> bool:
-    """math-verify, cross-checked by the numeric probe (``probe.probe_verdict``); see
-    ``_symbolic`` for the guards."""
-    return _symbolic(pred, gold, probe=True)
+def symbolic_verdict(pred: str, gold: str, conventions: Conventions | str | None = None) -> bool:
+    """math-verify, cross-checked by the numeric probe (``probe.probe_verdict``), on the pair
+    as ``readings.read_pair`` reads it under ``conventions``; see ``_symbolic`` for the
+    guards."""
+    return _symbolic(pred, gold, as_conventions(conventions), probe=True)
 
 
-def math_verify_verdict(pred: str, gold: str) -> bool:
+def math_verify_verdict(pred: str, gold: str, conventions: Conventions | str | None = None) -> bool:
     """``symbolic_verdict`` without the probe: math-verify alone (``explain`` compares)."""
-    return _symbolic(pred, gold, probe=False)
+    return _symbolic(pred, gold, as_conventions(conventions), probe=False)
 
 
-def _symbolic(pred: str, gold: str, *, probe: bool) -> bool:
+def _symbolic(pred: str, gold: str, conventions: Conventions, *, probe: bool) -> bool:
     """math-verify's verdict on ``pred`` against ``gold`` (gold first: not symmetric).
 
     Runs in this process with math-verify's own timeouts disabled (``signal.alarm`` breaks
@@ -334,7 +422,8 @@ def _symbolic(pred: str, gold: str, *, probe: bool) -> bool:
     math-verify's ``parse_expr``-based expression extraction); answers with code-like tokens,
     longer than ``MAX_SYMBOLIC_CHARS``, or with astronomically large integer powers or
     factorials (``size_guard.is_intractable``: ``2^{10^{10}}``, ``(10^{10})!``) are
-    ``False`` at once. Any exception is ``False``.
+    ``False`` at once. Any exception is ``False``. With ``ordered_lists``, bare lists are
+    handed to math-verify as tuples (it reads a bare list as a set).
     """
     try:
         if not isinstance(pred, str) or not isinstance(gold, str):
@@ -345,7 +434,12 @@ def _symbolic(pred: str, gold: str, *, probe: bool) -> bool:
             return False
         if is_intractable(pred) or is_intractable(gold):
             return False  # what the pool's timeout would decide, without the wait
-        pred, gold = align_pair(pred, gold)
+        reading = read_pair(pred, gold, conventions)
+        if reading.verdict is not None:
+            return reading.verdict
+        pred, gold = reading.pred, reading.gold
+        if conventions.ordered_lists:
+            pred, gold = as_ordered(pred), as_ordered(gold)
         if is_intractable(pred) or is_intractable(gold):
             return False  # plain notation read as LaTeX: "2**2**2**2**2**2" is a tower too
         gold_parsed, pred_parsed = _mv_parse(gold), _mv_parse(pred)
@@ -354,7 +448,10 @@ def _symbolic(pred: str, gold: str, *, probe: bool) -> bool:
         from math_verify import verify
 
         verdict = bool(verify(gold_parsed, pred_parsed, timeout_seconds=None))
-        probed = probe_verdict(gold_parsed[0], pred_parsed[0], gold, pred) if probe else None
+        if not probe:
+            return verdict
+        probed = probe_verdict(gold_parsed[0], pred_parsed[0], gold, pred,
+                               digits=conventions.decimal_digits)
         return verdict if probed is None else probed
     except Exception:
         return False

@@ -20,11 +20,12 @@ __all__ = ["collection", "compare_collections"]
 
 Same = Callable[[str, str], "bool | None"]
 
-def compare_collections(p: str, g: str, same: Same) -> bool | None:
+def compare_collections(p: str, g: str, same: Same, *, ordered: bool = False) -> bool | None:
     """Matrices cell by cell; bare lists and sets as multisets, tuples in order (from the gold).
 
     ``p`` and ``g`` are normalized; ``same(x, y)`` compares two items (``True``, ``False``
-    or ``None`` for undecided). None when undecided or not collections."""
+    or ``None`` for undecided). ``ordered``: a bare gold list keeps its order, as a tuple
+    does (the ``ordered_lists`` convention). None when undecided or not collections."""
     mp, mg = matrix_cells(p), matrix_cells(g)
     if mp is not None and mg is not None:
         if [len(row) for row in mp] != [len(row) for row in mg]:
@@ -34,7 +35,9 @@ def compare_collections(p: str, g: str, same: Same) -> bool | None:
     kind_p, items_p = collection(p)
     if items_g is None or items_p is None or kind_p not in ("bare", "set"):
         return None
-    if kind_g == "tuple" and kind_p == "bare":
+    if ordered and kind_g == "bare" and kind_p == "set":
+        return False  # a set has no order to match an ordered list
+    if (kind_g == "tuple" or (ordered and kind_g == "bare")) and kind_p == "bare":
         return _all_items(items_p, items_g, same) if len(items_p) == len(items_g) else False
     if kind_g not in ("bare", "set") or len(items_p) > _MAX_ITEMS:
         return None

@@ -10,15 +10,24 @@ inside the functions, so importing ``verimath.rewards`` stays light.
       a finite real number, or where a square root of a negative or the log of a
       non-positive number is taken on the way (``\\sqrt{x}\\sqrt{y}`` is ``\\sqrt{xy}`` in the
       reals), are outside the common real domain and skipped (seven points in
-      ten are positive, so that domains such as ``\\ln a + \\ln b`` get enough of them). At least
-      ``MIN_POINTS`` points in the domain, all agreeing (relative error under ``RTOL``):
-      equal; one point disagreeing: unequal. Identities that math-verify's simplification
+      ten are positive, so that domains such as ``\\ln a + \\ln b`` get enough of them; one in
+      four lies far out, up to ``FAR`` in size, so that a kink such as ``|x - 5|`` is crossed).
+      At least ``MIN_POINTS`` points in the domain, all agreeing (relative error under
+      ``RTOL``): equal; one point disagreeing: unequal.
+    * The probe says "equal" only where its points can separate the two sides: never for
+      expressions with a piecewise or integer-valued part (``\\lfloor\\rfloor``,
+      ``\\lceil\\rceil``, ``|\\cdot|``, ``\\max``, ``\\min``, ``\\operatorname{sgn}``,
+      ``\\bmod``, piecewise definitions), which can agree at every sampled real and differ
+      elsewhere (``\\lfloor x \\rfloor`` and ``\\lceil x \\rceil - 1`` differ at every
+      integer). Such expressions are also evaluated at integers and half-integers, and one
+      disagreement there makes them unequal; their agreement leaves math-verify's verdict. Identities that math-verify's simplification
       misses (``\\sin x + \\cos x`` and ``\\sqrt2 \\sin(x + \\pi/4)``, ``e^{\\ln x}`` and
       ``x``) are found, and a false "equal" from simplification is caught
       (``\\sqrt{x^2}`` is ``|x|``, not ``x``). A symbol ``i`` on both sides, with no other
       variable, is the imaginary unit; constants are compared as complex numbers.
-    * A decimal literal against a constant: the tolerance rule (``tolerance``: a decimal
-      gold is a rounded exact value; a decimal prediction must equal an exact gold).
+    * A decimal literal against a constant: the ``decimal_digits`` convention (``tolerance``:
+      a decimal gold is a rounded exact value; a decimal prediction of an exact gold needs
+      ``digits`` significant digits, agreeing).
     * Two relations: each is written ``e < 0``, ``e <= 0``, ``e = 0`` or ``e != 0`` (``>`` and
       ``>=`` flipped by negating ``e``). Equal when the kinds agree and ``e1 / e2`` is one
       constant at every probe point: any non-zero constant for ``=`` and ``!=``, a positive one
@@ -38,20 +47,24 @@ import math
 import random
 from fractions import Fraction
 
-from verimath.rewards.equality.tolerance import decimal_matches, decimals_equal
+from verimath.rewards.equality.tolerance import decimal_agrees, decimal_matches, decimals_equal
 
-__all__ = ["MIN_POINTS", "POINTS", "RTOL", "probe_verdict"]
+__all__ = ["FAR", "MIN_POINTS", "POINTS", "RTOL", "probe_verdict"]
 
 POINTS = 24
 MIN_POINTS = 4
 RTOL = 1e-7
+FAR = 3000.0
+_STEPS = tuple(k / 2 for k in range(-8, 9))  # integers and half-integers in [-4, 4]
 _MAX_SYMBOLS = 4
 _DIGITS = 30
 
 
-def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "") -> bool | None:
+def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "", *,
+                  digits: int | None = 6) -> bool | None:
     """Probe verdict on math-verify's parsed ``gold`` and ``pred`` (see the module
-    docstring); ``None`` when undecided. The texts are the answers as written."""
+    docstring); ``None`` when undecided. The texts are the answers as written; ``digits`` is
+    the ``decimal_digits`` convention."""
     import sympy
 
     sets = _solution_sets(gold, pred)
@@ -67,20 +80,32 @@ def probe_verdict(gold, pred, gold_text: str = "", pred_text: str = "") -> bool 
         return decimals_equal(Fraction(gold_text.strip()), Fraction(pred_text.strip()))
     if _is_decimal(gold_text) and not pred.free_symbols:
         value = _exact(pred)
-        return None if value is None else decimal_matches(gold_text.strip(), value)
+        return None if value is None else decimal_matches(gold_text.strip(), value, digits)
     if _is_decimal(pred_text) and not gold.free_symbols:
         value = _exact(gold)
-        return None if value is None else value == Fraction(pred_text.strip())
+        return None if value is None else decimal_agrees(pred_text.strip(), value, digits)
     gold, pred = _imaginary_unit(gold, pred)
     gold, pred = _real_odd_roots(gold), _real_odd_roots(pred)
-    points = _values(gold - pred, gold, pred)
+    piecewise = _is_piecewise(gold) or _is_piecewise(pred)
+    points = _values(gold - pred, gold, pred, steps=piecewise)
     if points is None:
         return None
     agree = [_close(a, b) for a, b in points]
     if not all(agree):
         return False
+    if piecewise:
+        return None  # agreement at sampled points proves nothing for such functions
     constant = not (gold.free_symbols or pred.free_symbols)
     return True if constant or len(agree) >= MIN_POINTS else None
+
+
+def _is_piecewise(expr) -> bool:
+    """Whether ``expr`` has a piecewise or integer-valued part with a variable inside."""
+    import sympy
+
+    kinds = (sympy.floor, sympy.ceiling, sympy.frac, sympy.Abs, sympy.Max, sympy.Min,
+             sympy.sign, sympy.Mod, sympy.Piecewise, sympy.Heaviside)
+    return any(node.free_symbols for node in expr.atoms(*kinds))
 
 
 def _solution_sets(gold, pred) -> bool | None:
@@ -130,6 +155,8 @@ def _relations(gold, pred) -> bool | None:
     kind_p, ep = _normal(pred)
     if kind_g is None or kind_p is None or kind_g != kind_p:
         return None if kind_g is None or kind_p is None else False
+    if _is_piecewise(eg) or _is_piecewise(ep):
+        return None  # the ratio test samples reals: no proof for piecewise sides
     points = _values(eg / ep, eg, ep)
     if points is None:
         return None
@@ -154,9 +181,10 @@ def _normal(rel):
     return (None, None) if found is None else (found[0], e * found[1])
 
 
-def _values(joint, left, right) -> list[tuple[complex, complex]] | None:
+def _values(joint, left, right, *, steps: bool = False) -> list[tuple[complex, complex]] | None:
     """``(left, right)`` at the probe points where both are finite reals (constants: the
-    one complex pair); ``None`` with too many variables or no point at all."""
+    one complex pair); ``None`` with too many variables or no point at all. ``steps`` adds
+    points where every variable is an integer or a half-integer (``_STEPS``)."""
     symbols = sorted(joint.free_symbols | left.free_symbols | right.free_symbols, key=str)
     if len(symbols) > _MAX_SYMBOLS:
         return None
@@ -166,8 +194,8 @@ def _values(joint, left, right) -> list[tuple[complex, complex]] | None:
     rng = random.Random(7)
     out = []
     guards = _domain_guards(left) + _domain_guards(right)
-    for _ in range(POINTS):
-        subs = {s: _sample(rng) for s in symbols}
+    grid = [{s: _step(rng) for s in symbols} for _ in range(POINTS)] if steps else []
+    for subs in [{s: _sample(rng) for s in symbols} for _ in range(POINTS)] + grid:
         if not all(_positive(g, strict, subs) for g, strict in guards):
             continue  # a square root of a negative or a log of a non-positive on the way
         a, b = _number(left, subs), _number(right, subs)
@@ -222,8 +250,16 @@ def _real_odd_roots(expr):
 def _sample(rng: random.Random):
     import sympy
 
-    value = (1 if rng.random() < 0.7 else -1) * rng.uniform(0.3, 3.0)
-    return sympy.Float(round(value, 6), 20)
+    sign = 1 if rng.random() < 0.7 else -1
+    if rng.random() < 0.25:
+        return sympy.Float(round(sign * 10 ** rng.uniform(0.5, math.log10(FAR)), 4), 20)
+    return sympy.Float(round(sign * rng.uniform(0.3, 3.0), 6), 20)
+
+
+def _step(rng: random.Random):
+    import sympy
+
+    return sympy.Rational(int(2 * rng.choice(_STEPS)), 2)
 
 
 def _number(expr, subs) -> complex | None:

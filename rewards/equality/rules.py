@@ -1,50 +1,75 @@
-"""Written rules that decide a pair before any algebra: letter case, words, value vs equation,
-decimals vs exact numbers. Pure functions on normalized answers (``normalize_answer``).
+"""Written rules that decide a pair before any algebra: choice letters, letter case, words.
+Pure functions on aligned answers (``notation.align_pair``; ``normalize_answer`` for case).
 
-Letter case:
-    * a choice letter (a gold that is one letter ``A``-``J``, optionally in parentheses)
-      matches the same letter in either case (``c``, ``(C)``), and nothing more (``(C)
-      parabola`` is not ``(C)``);
+Choice letters (``choice_verdict``; the ``choice_letters`` convention of ``conventions``): a gold
+that is one option letter ``A``-``J`` (``C``, ``(C)``, ``\\text{(C)}``, ``\\textbf{C.}``), or
+such a letter followed by its option's text, is matched by the same letter: in either case,
+in any wrapping and with its own option text when the convention is on; in the same case
+and without text when it is off. Two letters (``(A) or (B)``, ``A, B``) never match one, and
+neither does anything else.
+
+Letter case (``case_verdict``):
     * words (answers of letters only, two or more, such as ``Yes``, ``Monday``, ``even``)
       are compared case-insensitively;
     * in math, case is meaning: ``X`` is not ``x``, ``2X + 1`` is not ``2x + 1``; a pair
       whose letters differ only in case is unequal;
     * units are dropped before comparison (``normalize_answer``), so their case never counts.
-
-Value vs equation:
-    * ``v = value`` with a lone variable ``v`` on the left is that value, on either side:
-      ``2`` matches a gold ``y = 2``, and ``2x + 3`` matches ``y = 2x + 3``;
-    * two such assignments to different variables differ (``x = 2`` is not ``y = 2``);
-    * an equation that is not solved for a lone variable (``x^2 + y^2 = 4``) is matched only
-      by an equation (``relations`` in the symbolic path decides which ones).
-
-Decimals vs exact values: ``tolerance`` (a decimal gold is a rounded exact value; a decimal
-prediction of an exact gold must equal it).
 """
 
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
-from verimath.rewards.equality.tolerance import decimal_matches, decimal_places, decimals_equal
+__all__ = ["case_verdict", "choice_letter", "choice_verdict", "letters_differ_in_case"]
 
-__all__ = ["case_verdict", "decimal_verdict", "letters_differ_in_case", "variable_verdict"]
-
-_CHOICE = re.compile(r"\(?([A-Ja-j])\)?\.?")
+_WRAPPED = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname)\s*"
+    r"\{([^{}]*)\}"
+)
+_LETTER_ONLY = re.compile(r"\(?\s*([A-Ja-j])\s*\)?\s*[.:]?")
+_WITH_TEXT = re.compile(r"\(\s*([A-Ja-j])\s*\)\s*[.:]?\s*(?P<text>.+)|([A-J])\s*[.:)]\s*(?P<text2>.+)")
+_OTHER_OPTION = re.compile(r"\(\s*[A-Ja-j]\s*\)|\b(?:or|and)\b|,")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]*[A-Za-z]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _LETTER = re.compile(r"[A-Za-z]")
-_ASSIGN = re.compile(r"\s*([A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?(?:\([^()=]*\))?)\s*=\s*([^=<>]+)")
-_EQUATION = re.compile(r"(?<![<>!\\])=")
+
+
+def choice_letter(text: str, *, with_text: bool = True) -> tuple[str, bool] | None:
+    """``(letter, has_option_text)`` when ``text`` states one option letter, else None."""
+    text = text.strip()
+    for _ in range(3):  # \text{\textbf{(C)}}
+        text = _WRAPPED.sub(r"\1", text).strip()
+    text = text.replace("\\,", " ").replace("~", " ").strip()
+    only = _LETTER_ONLY.fullmatch(text)
+    if only is not None and (text.startswith("(") == text.rstrip(".:").endswith(")")):
+        return only.group(1), False
+    if not with_text or len(text) > 200:
+        return None
+    found = _WITH_TEXT.fullmatch(text)
+    if found is None:
+        return None
+    body = found.group("text") or found.group("text2") or ""
+    if _OTHER_OPTION.search(body):
+        return None  # "(A) or (B)", "(B) and (D)": more than one option
+    return (found.group(1) or found.group(3)), True
+
+
+def choice_verdict(pred: str, gold: str, *, lenient: bool = True) -> bool | None:
+    """The choice-letter rule of the module docstring; None when the gold is no option letter."""
+    expected = choice_letter(gold)
+    if expected is None or not expected[0].isupper():
+        return None
+    found = choice_letter(pred, with_text=lenient)
+    if found is None:
+        return False
+    letter, has_text = found
+    if lenient:
+        return letter.upper() == expected[0]
+    return letter == expected[0] and not has_text
 
 
 def case_verdict(pred: str, gold: str) -> bool | None:
     """The letter-case rules of the module docstring: True/False when one decides."""
-    choice = _CHOICE.fullmatch(gold)
-    if choice is not None and choice.group(1).isupper():
-        other = _CHOICE.fullmatch(pred)
-        return other is not None and other.group(1).upper() == choice.group(1)
     if _WORDS.fullmatch(pred) and _WORDS.fullmatch(gold) and len(gold) > 1 and len(pred) > 1:
         if pred.casefold() == gold.casefold():
             return True
@@ -58,30 +83,3 @@ def letters_differ_in_case(pred: str, gold: str) -> bool:
     a = sorted(_LETTER.findall(_COMMAND.sub(" ", pred)))
     b = sorted(_LETTER.findall(_COMMAND.sub(" ", gold)))
     return a != b and [c.lower() for c in a] == [c.lower() for c in b]
-
-
-def variable_verdict(pred: str, gold: str) -> bool | None:
-    """False for assignments to different variables (``x = 2`` against ``y = 2``)."""
-    a, b = _ASSIGN.fullmatch(pred), _ASSIGN.fullmatch(gold)
-    if a is not None and b is not None and a.group(1) != b.group(1):
-        return False
-    return None
-
-
-def is_unsolved_equation(text: str) -> bool:
-    """An equation whose left side is not a lone variable (``x^2 + y^2 = 4``)."""
-    if "," in text or ";" in text:
-        return False  # a list of equations is compared item by item
-    return _EQUATION.search(text) is not None and _ASSIGN.fullmatch(text) is None
-
-
-def decimal_verdict(p: str, a: Fraction, g: str, b: Fraction) -> bool | None:
-    """Two numbers, one or both written as decimals: the tolerance rule decides; else None."""
-    if a == b:
-        return True
-    dp, dg = decimal_places(p), decimal_places(g)
-    if dp is not None and dg is not None:
-        return decimals_equal(a, b)
-    if dg is not None:
-        return decimal_matches(g, a)
-    return False if dp is not None else None

@@ -1,29 +1,46 @@
-"""One tolerance rule for decimals against exact values.
+"""Decimals against exact values: the ``decimal_digits`` convention (``conventions``).
 
+* A decimal **prediction** of an exact gold (``decimal_agrees``): equal values always agree
+  (``0.5`` is ``\\frac12``). With ``digits`` set, a decimal written with at least ``digits``
+  significant digits agrees when it and the gold, both rounded to ``digits`` significant
+  digits, are the same number (``0.142857`` and ``0.0833333333333333`` for ``\\frac17`` and
+  ``\\frac{1}{12}`` at 6 digits; ``0.1429`` has too few). With ``digits=None`` nothing but
+  equality agrees.
 * A decimal **gold** written with ``k`` digits after the point and at least
-  ``MIN_SIGNIFICANT`` significant digits is an exact value rounded to ``k`` places: an exact
-  prediction matches it when the prediction rounded to ``k`` places (half away from zero) or
-  cut to ``k`` places (toward zero) is the gold. ``\\frac{2}{3}`` matches a gold ``0.667`` or
-  ``0.666``; ``\\sqrt2`` matches ``1.414``. The slack scales with the digits given: one more
-  digit, ten times less. A gold with fewer significant digits (``0.6``) matches only an
-  equal value.
-* A decimal **prediction** against an exact gold is the exact answer only when it equals it
-  (``0.5`` is ``\\frac12``, ``0.125`` is ``\\frac18``): an approximation is not the answer,
-  however many digits it has (``0.142857`` is not ``\\frac17``, ``3.1416`` is not ``\\pi``).
+  ``MIN_SIGNIFICANT`` significant digits is an exact value rounded to ``k`` places
+  (``decimal_matches``): an exact prediction matches it when the prediction rounded to ``k``
+  places (half away from zero) or cut to ``k`` places gives the gold (``\\frac{2}{3}`` for a
+  gold ``0.667`` or ``0.666``; ``\\sqrt2`` for ``1.414``). With ``digits=None`` only an equal
+  value matches.
 * Two decimals are equal when they agree after rounding both to ``DECIMAL_PLACES`` places
   (math-verify's precision): ``0.50`` is ``0.5``, ``0.1234564`` is ``0.1234561``.
+
+Exact values may be rationals that approximate an irrational number far beyond the digits
+compared (``surd_value`` gives such for ``q * sqrt(m) * pi^k``).
 """
 
 from __future__ import annotations
 
+import decimal
 import re
 from fractions import Fraction
 
-__all__ = ["DECIMAL_PLACES", "MIN_SIGNIFICANT", "decimal_matches", "decimal_places", "decimals_equal"]
+__all__ = [
+    "DECIMAL_PLACES",
+    "MIN_SIGNIFICANT",
+    "decimal_agrees",
+    "decimal_matches",
+    "decimal_places",
+    "decimals_equal",
+    "significant_digits",
+    "surd_value",
+]
 
 MIN_SIGNIFICANT = 3
 DECIMAL_PLACES = 6
 _DECIMAL = re.compile(r"\s*([-+]?)(\d*)\.(\d+)\s*")
+_PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459")
+_PRECISION = 60
 
 
 def decimal_places(text: str) -> int | None:
@@ -33,30 +50,88 @@ def decimal_places(text: str) -> int | None:
     return None if match is None or len(text) > 60 else len(match.group(3))
 
 
+def significant_digits(text: str) -> int | None:
+    """Significant digits written in a decimal literal (``0.0830`` gives 3); None otherwise."""
+    match = _DECIMAL.fullmatch(text)
+    if match is None or len(text) > 60:
+        return None
+    digits = (match.group(2) + match.group(3)).lstrip("0")
+    return len(digits)
+
+
 def decimals_equal(a: Fraction, b: Fraction) -> bool:
     """Two decimals' values agree after rounding to ``DECIMAL_PLACES`` places."""
     return round(a, DECIMAL_PLACES) == round(b, DECIMAL_PLACES)
 
 
-def decimal_matches(text: str, value: Fraction) -> bool:
-    """Whether the decimal gold ``text`` matches the exact prediction ``value`` (module rule).
-
-    ``value`` may be a close rational approximation of an irrational number, as long as it
-    is exact to well beyond ``k`` places."""
-    match = _DECIMAL.fullmatch(text)
-    if match is None:
+def decimal_agrees(text: str, value: Fraction, digits: int | None) -> bool:
+    """Whether the decimal prediction ``text`` is the exact gold ``value`` (module rule)."""
+    written = _written(text)
+    if written is None:
         return False
-    sign, whole, frac = match.groups()
-    k = len(frac)
-    written = Fraction(int((whole or "0") + frac), 10**k) * (-1 if sign == "-" else 1)
     if written == value:
         return True
-    if len((whole + frac).lstrip("0")) < MIN_SIGNIFICANT:
+    count = significant_digits(text)
+    if digits is None or count is None or count < digits or value == 0:
         return False
+    return _round_significant(written, digits) == _round_significant(value, digits)
+
+
+def decimal_matches(text: str, value: Fraction, digits: int | None = 6) -> bool:
+    """Whether the decimal gold ``text`` matches the exact prediction ``value`` (module rule)."""
+    written = _written(text)
+    if written is None:
+        return False
+    if written == value:
+        return True
+    match = _DECIMAL.fullmatch(text)
+    sign, whole, frac = match.groups()
+    if digits is None or len((whole + frac).lstrip("0")) < MIN_SIGNIFICANT:
+        return False
+    k = len(frac)
     scaled = abs(value) * 10**k
     cut = int(scaled)
     rounded = cut + (1 if scaled - cut >= Fraction(1, 2) else 0)
-    magnitude = abs(written) * 10**k
     if (value < 0) != (written < 0) and value != 0:
         return False
-    return magnitude in (cut, rounded)
+    return abs(written) * 10**k in (cut, rounded)
+
+
+def surd_value(q: Fraction, m: int, k: int) -> Fraction:
+    """``q * sqrt(m) * pi^k`` as a rational exact to about ``_PRECISION`` digits."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _PRECISION
+        root = Fraction(decimal.Decimal(m).sqrt()) if m != 1 else Fraction(1)
+    return q * root * _PI**k
+
+
+def _written(text: str) -> Fraction | None:
+    match = _DECIMAL.fullmatch(text)
+    if match is None or len(text) > 60:
+        return None
+    sign, whole, frac = match.groups()
+    value = Fraction(int((whole or "0") + frac), 10 ** len(frac))
+    return -value if sign == "-" else value
+
+
+def _round_significant(value: Fraction, digits: int) -> Fraction:
+    """``value`` rounded (half away from zero) to ``digits`` significant digits."""
+    magnitude = abs(value)
+    exponent = _exponent(magnitude)
+    scale = Fraction(10) ** (digits - 1 - exponent)
+    scaled = magnitude * scale
+    whole = int(scaled)
+    if scaled - whole >= Fraction(1, 2):
+        whole += 1
+    rounded = Fraction(whole) / scale
+    return rounded if value > 0 else -rounded
+
+
+def _exponent(magnitude: Fraction) -> int:
+    """The ``e`` with ``10^e <= magnitude < 10^(e+1)`` (``magnitude > 0``)."""
+    exponent = len(str(magnitude.numerator)) - len(str(magnitude.denominator))
+    while Fraction(10) ** exponent > magnitude:
+        exponent -= 1
+    while Fraction(10) ** (exponent + 1) <= magnitude:
+        exponent += 1
+    return exponent

@@ -75,6 +75,7 @@ from verimath.rewards.extraction.markers import (
     refuses,
 )
 from verimath.rewards.text.boxes import BOX_OPENER, box_content, boxed_answer, last_box
+from verimath.rewards.text.delimiters import strip_delimiters
 
 __all__ = ["PATHS", "STYLES", "answer_core", "boxed_answer", "extract_answer", "extract_with_path"]
 
@@ -83,9 +84,7 @@ PATHS = ("tag", "a_line", "answer_line", "box", "phrase", "last_math", "none")
 
 _ANSWER_MARK = re.compile(r"\banswer\s*[:\uff1a]", re.IGNORECASE)  # also the full-width colon
 _NON_BLANK = re.compile(r"\S")
-_WRAPPERS = (("\\(", "\\)"), ("\\[", "\\]"))
 _DISPLAY = {"$$": "$$", "\\[": "\\]"}  # display-math openers and their closers
-_CLEAN_ROUNDS = 4
 _MAX_MARKS = 256  # "Answer:" marks tried, from the last, before giving up
 _FLEXIBLE_MARKS = 16  # "Answer:" marks the flexible style reads before moving on
 _WORD_ANSWER = 40  # an answer line without math this short is an answer in words
@@ -161,8 +160,21 @@ def _segment_answer(segment: str, flexible: bool) -> str | None:
         return boxed_answer(segment)
     if flexible and has_prose(segment[:_PROSE_CHECK]):
         picked, refused = pick_answer(segment, anchored=True)
+        if picked is None and not refused and len(segment.strip()) <= _WORD_ANSWER:
+            return _clean(segment)  # "<answer>Monday</answer>": an answer in words
         return None if refused or picked is None else _clean(final_value(picked))
     return _clean(final_value(segment) if flexible else segment)
+
+
+def _box_math(boxed: str) -> str:
+    """A box content that holds a sentence gives the math it states (the flexible style reads
+    ``\\boxed{The answer is 7.}`` as ``7``); any other content is returned as it is."""
+    if not has_prose(boxed[:_PROSE_CHECK]):
+        return boxed
+    picked, refused = pick_answer(boxed, anchored=True)
+    if refused or picked is None:
+        return boxed
+    return _clean(final_value(picked)) or boxed
 
 
 def _extract_flexible(text: str) -> tuple[str | None, str]:
@@ -171,12 +183,12 @@ def _extract_flexible(text: str) -> tuple[str | None, str]:
     if isinstance(found, _Words):
         boxed = boxed_answer(text)  # "Answer: see below." then a box: the box
         if boxed is not None:
-            return boxed, "box"
+            return _box_math(boxed), "box"
     if found is not None:
         return _with_path(str(found), "answer_line") if found is not _REFUSED else (None, "none")
     found = boxed_answer(text)
     if found is not None:
-        return found, "box"
+        return _box_math(found), "box"
     segment = last_phrase_segment(text)
     if segment is not None:
         picked, refused = pick_answer(segment, anchored=True, find_marker=False)
@@ -289,30 +301,7 @@ def _answer_segment(
 
 
 def _clean(answer: str) -> str | None:
-    """Strip whitespace, ``$``, ``**``, ``\\(...\\)``, ``\\[...\\]`` and one trailing period.
-
-    Repeated (a few rounds) so that ``$42$.`` and ``**$42$**`` both give ``42``. Each round
-    is linear: runs of ``$`` and ``*`` are stripped at once, never one character per round.
-    """
-    for _ in range(_CLEAN_ROUNDS):
-        before = answer
-        answer = answer.strip()
-        if answer.endswith(".") and not answer.endswith(".."):
-            answer = answer[:-1].rstrip()
-        answer = _strip_unescaped(answer, "$").strip()
-        answer = answer.strip("*").strip()
-        for left, right in _WRAPPERS:
-            if len(answer) >= 4 and answer.startswith(left) and answer.endswith(right):
-                answer = answer[2:-2].strip()
-        if answer == before:
-            break
-    return answer or None
-
-
-def _strip_unescaped(answer: str, char: str) -> str:
-    """Strip runs of ``char`` at both ends, keeping a trailing one escaped as ``\\char``."""
-    stripped = answer.lstrip(char)
-    core = stripped.rstrip(char)
-    if core.endswith("\\") and len(core) < len(stripped):
-        core += char
-    return core
+    """The answer without the math delimiters, Markdown and sentence mark around it
+    (``text.delimiters.strip_delimiters``, the same stripping the equality rules apply to
+    both sides of a pair); ``None`` when nothing is left."""
+    return strip_delimiters(answer) or None

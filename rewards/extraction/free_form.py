@@ -49,6 +49,7 @@ _LONE_VARIABLE = re.compile(r"\s*[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?\s*")
 _EQUALS = re.compile(
     r"((?<![<>=\\])=(?!=)|\\(?:approx|equiv|implies|Rightarrow|Longrightarrow)(?![A-Za-z])|[≈≡⇒])"
 )
+_ALTERNATIVE = re.compile(r"\bor\b|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])")
 _ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|\\[lc]?dots|…)\s*|\s*(?:\.\.\.|\\[lc]?dots|…)\s*$")
 _PLAIN_DROP = re.compile(r"\s+|\$|\\[,;!]")
 _COMMANDS = re.compile(r"\\[A-Za-z]+")
@@ -269,7 +270,8 @@ def final_value(math: str) -> str:
     ``a \\implies b`` (``c``, ``b``). An approximation after an exact value is not the
     result (``1/3 \\approx 0.33`` gives ``1/3``; ``24000 \\cdot 1.01^{30} \\approx 32348``
     gives ``32348``), nor is a lone variable written last (``17 = x`` gives ``17``). Kept
-    whole: ``y = 2x + 3`` and ``x = 5`` (comparison drops ``x =``), one equation in ``x``,
+    whole: alternatives (``x = 41 or x = 42``), ``y = 2x + 3`` and ``x = 5`` (comparison
+    drops ``x =``), one equation in ``x``,
     ``y`` or ``z`` (``x^2 + y^2 = 4``: an answer of its own; ``m + n = 17`` gives ``17``),
     ``f(y) = y``, and ``a = 2, b = 3``."""
     pieces = _EQUALS.split(math)  # [side, separator, side, ...]
@@ -278,6 +280,8 @@ def final_value(math: str) -> str:
         parts, separators = parts[:-1], separators[:-1]
     if len(parts) < 2 or any(_top_level_comma(p) for p in parts[1:-1]):
         return math  # "a = 2, b = 3" assigns several values
+    if any(_ALTERNATIVE.search(p) for p in parts[1:-1]):
+        return math  # "x = 41 or x = 42": alternatives, not one result
     last = _MODULUS.sub("", parts[-1]).strip()
     previous = parts[-2].strip()
     if separators[-1].strip() in ("\\approx", "≈") and _is_plain_value(previous):

@@ -14,8 +14,8 @@ request in about a millisecond. Workers ignore SIGINT (Ctrl-C reaches the caller
 with an address-space limit (``memory_limit_mb``) and die with the zygote, which exits when
 the pool closes or the calling process dies.
 
-Ordering: ``verify(pairs, timeout=...)`` returns one ``(verdict, timed_out)`` per pair, in
-order. Each worker holds at most one item; a killed worker's pipe is closed, so a late answer
+Ordering: ``verify(pairs, timeout=..., conventions=...)`` returns one ``(verdict, timed_out)``
+per pair, in order. Each worker holds at most one item; a killed worker's pipe is closed, so a late answer
 can never be attributed to a later item.
 
 Crashes: a worker that dies while it holds an item (a segfault, the kernel's OOM killer, a
@@ -48,6 +48,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 
+from verimath.rewards.equality.conventions import DEFAULT, Conventions, as_conventions
 from verimath.rewards.pool.worker import KILL, SPAWN
 
 _DEFAULT_MEMORY_MB = 4096
@@ -205,7 +206,7 @@ class ScoringPool:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be >= 0 (0 = no cache), got {cache_size!r}")
         self._state = PoolProcesses(workers, memory_limit_mb, _verdict_path(verdict))
-        self._cache: OrderedDict[tuple[str, str], bool] = OrderedDict()
+        self._cache: OrderedDict[tuple, bool] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self._ids = itertools.count()
@@ -237,21 +238,27 @@ class ScoringPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def verify(self, pairs: Sequence[tuple[str, str]], *, timeout: float = 5.0) -> list[tuple[bool, bool]]:
+    def verify(self, pairs: Sequence[tuple[str, str]], *, timeout: float = 5.0,
+               conventions: Conventions | str | None = None) -> list[tuple[bool, bool]]:
         """Symbolic verdicts for ``(pred, gold)`` pairs, in order, as ``(verdict, timed_out)``.
 
         Each item gets ``timeout`` seconds of wall-clock time from the moment a worker receives
         it; past that its worker is killed and the result is ``(False, True)``. An item whose
         worker dies is retried once on a fresh worker; a second death gives ``(False, False)``
-        and a logged warning. Raises RuntimeError once the pool is closed.
+        and a logged warning. Raises RuntimeError once the pool is closed. ``conventions``
+        (``Conventions``, ``"default"`` or ``"strict"``) reach the verdict function as its
+        third argument when they differ from the defaults (a custom verdict must then accept
+        it).
         """
         if not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        conventions = as_conventions(conventions)
+        setting = None if conventions == DEFAULT else conventions.key()
         if self._state.closed:
             raise RuntimeError("this ScoringPool is closed")
         if os.getpid() != self._pid:
             raise RuntimeError("a ScoringPool cannot be used from a forked child; create a new one")
-        keys = [(str(pred), str(gold)) for pred, gold in pairs]
+        keys = [(str(pred), str(gold), setting) for pred, gold in pairs]
         results = self._recall(keys)
         queue = deque(i for i, got in enumerate(results) if got is None)
         inflight: dict[Connection, tuple[Worker, int, int, float]] = {}
@@ -279,14 +286,14 @@ class ScoringPool:
                         continue
                     results[idx] = (False, False)
                     _LOG.warning("a scoring worker died twice on one item; counted incorrect: "
-                                 "pred %.80r, gold %.80r", *keys[idx])
+                                 "pred %.80r, gold %.80r", *keys[idx][:2])
         finally:  # KeyboardInterrupt or an error: workers still busy for us are killed
             for worker, *_ in inflight.values():
                 self._discard(worker)
         self._remember([keys[i] for i in answered], [results[i][0] for i in answered])
         return results  # type: ignore[return-value]
 
-    def _recall(self, keys: list[tuple[str, str]]) -> list[tuple[bool, bool] | None]:
+    def _recall(self, keys: list[tuple]) -> list[tuple[bool, bool] | None]:
         """Cached ``(verdict, False)`` per key, None where the workers must decide."""
         out: list[tuple[bool, bool] | None] = [None] * len(keys)
         if self._cache_size:
@@ -297,7 +304,7 @@ class ScoringPool:
                         out[i] = (self._cache[key], False)
         return out
 
-    def _remember(self, keys: list[tuple[str, str]], verdicts: list[bool]) -> None:
+    def _remember(self, keys: list[tuple], verdicts: list[bool]) -> None:
         if not self._cache_size:
             return
         with self._cache_lock:

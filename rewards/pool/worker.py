@@ -6,7 +6,9 @@ The pool (``verimath.rewards.pool.scoring_pool``) starts the zygote as ``python 
 answers with the worker's pid and, as passed descriptor, the pool's end of a socket pair to
 it), ``b"k"`` + pid to kill and reap a worker. EOF on control means the pool is closing:
 the zygote kills and reaps every worker it still has, then exits. Workers answer
-``(task_id, pred, gold)`` with ``(task_id, verdict)`` until their socket closes.
+``(task_id, pred, gold, setting)`` with ``(task_id, verdict)`` until their socket closes;
+``setting`` is None for the default conventions, else ``Conventions.key()``, passed on to
+the verdict function as its third argument.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 import signal
 import socket
 from multiprocessing.connection import Connection
+
+from verimath.rewards.equality.conventions import Conventions
 
 SPAWN, KILL = b"s", b"k"
 # One pair of each common answer shape: sympy's first call on a shape imports modules and
@@ -122,7 +126,8 @@ def _reap(children: set[int], *, block: bool) -> None:
 
 
 def _worker_main(sock: socket.socket, verdict, memory_limit_mb: int) -> None:
-    """Body of a worker: answer ``(task_id, pred, gold)`` with ``(task_id, verdict)`` forever."""
+    """Body of a worker: answer ``(task_id, pred, gold, setting)`` with ``(task_id, verdict)``
+    forever."""
     _die_with_parent()
     if memory_limit_mb > 0:
         try:
@@ -135,11 +140,14 @@ def _worker_main(sock: socket.socket, verdict, memory_limit_mb: int) -> None:
     conn = Connection(sock.detach())
     while True:
         try:
-            task_id, pred, gold = conn.recv()
+            task_id, pred, gold, setting = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            ok = bool(verdict(pred, gold))
+            if setting is None:
+                ok = bool(verdict(pred, gold))
+            else:
+                ok = bool(verdict(pred, gold, Conventions.from_key(setting)))
         except BaseException:  # RecursionError, MemoryError, sympy errors: all mean "no"
             ok = False
         try:

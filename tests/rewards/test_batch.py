@@ -28,7 +28,7 @@ class RecordingPool:
     def __init__(self):
         self.calls: list[list[tuple[str, str]]] = []
 
-    def verify(self, pairs, *, timeout):
+    def verify(self, pairs, *, timeout, conventions=None):
         self.calls.append(list(pairs))
         return [(p.replace(" ", "") == g.replace(" ", ""), False) for p, g in pairs]
 

@@ -28,7 +28,7 @@ ROWS = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlin
         ("Q: 3 * 4?\nA: 12", "12", True, "a_line", "exact"),
         ("<think>7 * 6</think><answer>\\boxed{42}</answer>", "42", True, "tag", "exact"),
         ("so \\boxed{x}", "X", False, "box", "written_rule"),
-        ("Answer: 0.1429", "\\frac17", False, "answer_line", "written_rule"),
+        ("Answer: 0.1429", "\\frac17", False, "answer_line", "convention"),
         ("Answer: sqrt(8)", "2\\sqrt2", True, "answer_line", "fast"),
         ("The answer is $\\frac{6}{4}$.", "1.5", True, "phrase", "fast"),
         ("There are 5 and 6. I cannot solve this.", "6", False, "none", "no_answer"),

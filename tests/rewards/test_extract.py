@@ -20,9 +20,11 @@ _TOKENS = st.sampled_from(
 hostile_text = st.lists(st.one_of(st.text(_ANY_CHAR, max_size=8), _TOKENS), max_size=40).map(
     "".join
 )
-# Answers that survive cleaning unchanged: no newline, no leading/trailing $ * . or space.
+# Answers that survive cleaning unchanged: no newline, no leading/trailing $ * . or space, no
+# trailing comma (a sentence mark, stripped like a period).
 _ANSWER_CHARS = st.sampled_from(list("0123456789abcxyz+-=/^(),") + ["\\pi", "\\sqrt{2}"])
-clean_answers = st.lists(_ANSWER_CHARS, min_size=1, max_size=12).map("".join)
+clean_answers = st.lists(_ANSWER_CHARS, min_size=1, max_size=12).map("".join).filter(
+    lambda answer: not answer.endswith(","))
 prose = st.text(st.sampled_from(list("abcdefg ,;\n0123456789")), max_size=60)
 
 

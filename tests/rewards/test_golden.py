@@ -1,8 +1,10 @@
 """Golden verification cases (tests/golden/verify_cases.jsonl) and real-data answer checks.
 
 Each golden row is a model-like response, a gold answer, the expected verdict, the mode and
-a note naming the format it exercises (optionally a ``timeout`` in seconds). Rows go through
-the public ``correctness_reward`` (fast path, then math-verify in the scoring pool).
+a note naming the format it exercises (optionally a ``timeout`` in seconds, and
+``conventions``: ``"strict"`` for rows about the strict reading of a grading convention).
+Rows go through the public ``correctness_reward`` (fast path, then math-verify in the scoring
+pool).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def _load_rows() -> list[dict]:
                     )
             if row["mode"] not in MODES:
                 raise ValueError(f"{GOLDEN.name} line {lineno}: unknown mode {row['mode']!r}")
+            if row.get("conventions", "default") not in ("default", "strict"):
+                raise ValueError(f"{GOLDEN.name} line {lineno}: conventions must be 'default' "
+                                 f"or 'strict'")
             rows.append({**row, "line": lineno})
     return rows
 
@@ -43,21 +48,25 @@ def test_golden_table_is_broad():
     verdicts = [row["expected"] for row in ROWS]
     assert 0.3 < sum(verdicts) / len(verdicts) < 0.8, "keep both verdicts well represented"
     assert {row["mode"] for row in ROWS} == set(MODES)
-    assert len({(row["response"], row["gold"], row["mode"]) for row in ROWS}) == len(ROWS)
+    assert len({(row["response"], row["gold"], row["mode"], row.get("conventions"))
+                for row in ROWS}) == len(ROWS)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"line{r['line']:03d}" for r in ROWS])
 def test_golden_row(row):
     timeout = row.get("timeout", 5.0)  # optional: rows that are meant to time out
-    reward = correctness_reward(row["response"], row["gold"], mode=row["mode"], timeout=timeout)
+    conventions = row.get("conventions")
+    reward = correctness_reward(row["response"], row["gold"], mode=row["mode"], timeout=timeout,
+                                conventions=conventions)
     expected = 1.0 if row["expected"] else -1.0
     if reward != expected:
         pred = extract_answer(row["response"])
-        fast = None if pred is None else fast_verdict(pred, row["gold"], mode=row["mode"])
+        fast = None if pred is None else fast_verdict(pred, row["gold"], mode=row["mode"],
+                                                      conventions=conventions)
         pytest.fail(
             f"{GOLDEN.name} line {row['line']} ({row['note']}): expected {row['expected']}, "
             f"got reward {reward}; extracted {pred!r}, gold {row['gold']!r}, mode {row['mode']}, "
-            f"fast verdict {fast}"
+            f"conventions {conventions or 'default'}, fast verdict {fast}"
         )
 
 

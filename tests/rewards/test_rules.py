@@ -53,7 +53,8 @@ def test_plain_polynomials_match_their_latex(a, b, n):
         ("x", "X", False), ("2X + 1", "2x + 1", False), ("c", "C", True), ("(B)", "B", True),
         ("B", "C", False), ("Yes", "yes", True), ("Monday", "monday", True),
         ("x = 2", "y = 2", False), ("2", "y=2", True), ("2x+3", "y = 2x + 3", True),
-        ("4", "x^2 + y^2 = 4", False), ("\\frac{2}{3}", "0.667", True), ("0.142857", "\\frac17", False),
+        ("4", "x^2 + y^2 = 4", False), ("\\frac{2}{3}", "0.667", True), ("0.1429", "\\frac17", False),
+        ("0.142857", "\\frac17", True),
         ("0.5", "\\frac12", True), ("0.50", "0.5", True), ("2 1/4", "\\frac94", True),
     ],
 )
