@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -16,7 +17,10 @@ from verimath.rewards import (
     score_batch,
 )
 from verimath.rewards.batch import RULES
+from verimath.rewards.explain import RULES as EXPLAIN_RULES
+from verimath.rewards.extraction.chunks import has_prose
 from verimath.rewards.extraction.final_answer import PATHS
+from verimath.rewards.text.brackets import is_balanced
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "verify_cases.jsonl"
 ROWS = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
@@ -58,24 +62,83 @@ def test_batch_scores_carry_paths_rules_and_their_shares():
     assert sum(v for k, v in shares.items() if "/path_" in k) == pytest.approx(1.0)
 
 
-def _pairs() -> list[tuple[str, str]]:
-    """(prediction, gold) pairs from the golden table: each row's answer against each gold."""
-    golds = [r["gold"] for r in ROWS if r["mode"] == "symbolic"]
-    preds = [extract_answer(r["response"], style="flexible") for r in ROWS]
-    preds = [p for p in preds if p and "\n" not in p and "Answer" not in p] + golds
-    return [(p, g) for p in preds for g in golds[:: max(1, len(golds) // 40)]]
+def _table_pairs() -> list[tuple[str, str]]:
+    """(prediction, gold) answer pairs of every labelled table the project has: the ``pred``
+    rows of the benchmark's tables, and the flexible style's answer of every response row
+    (the benchmark's tables and the golden table)."""
+    spec = importlib.util.spec_from_file_location("bench_accuracy", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [row for table in bench.TABLES for row in bench.load_cases(table)]
+    pairs = {(r["text"], r["gold"]) for r in rows if r["input"] == "pred"}
+    for row in rows + [{"text": r["response"], "gold": r["gold"]} for r in ROWS if r["mode"] == "symbolic"]:
+        pred = extract_answer(row["text"], style="flexible")
+        if pred and "\n" not in pred and row.get("input", "response") == "response":
+            pairs.add((pred, row["gold"]))
+    return sorted(pairs)
 
 
-PAIRS = _pairs()
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_accuracy.py"
+PAIRS = _table_pairs()
+DELIMITERS = ["{}", "${}$", "$${}$$", "\\({}\\)", "\\[{}\\]"]
+FORMS = ["Answer: {}", "So \\boxed{{{}}}", "<answer>{}</answer>"]
+
+
+def _boxable(pred: str) -> bool:
+    """A prediction that can stand inside ``\\boxed{}``: balanced braces, no escaping
+    backslash at its end (``5\\`` would escape the box's closing brace)."""
+    return is_balanced(pred, "{", "}") and (len(pred) - len(pred.rstrip("\\"))) % 2 == 0
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(PAIRS), st.sampled_from(DELIMITERS), st.sampled_from(DELIMITERS),
+       st.sampled_from(FORMS), st.sampled_from(["auto", "flexible"]))
+def test_one_verdict_whatever_the_delimiters_and_the_format(pair, around_pred, around_gold, form, style):
+    """is_equivalent(p, g) is unchanged by delimiters around either side, and is the reward of
+    a response ending in ``Answer: p``, ``\\boxed{p}`` or ``<answer>p</answer>`` (the strict
+    ``auto`` style scores a prediction holding words as written, so only the flexible style
+    is held to it for those)."""
+    pred, gold = pair
+    verdict = is_equivalent(pred, gold)
+    if not has_prose(pred):
+        assert is_equivalent(around_pred.format(pred), around_gold.format(gold)) == verdict, pair
+    if (style == "auto" and has_prose(pred)) or ("boxed" in form and not _boxable(pred)):
+        return
+    response = "We work it out step by step.\n" + form.format(pred)
+    reward = correctness_reward(response, around_gold.format(gold), style=style)
+    assert (reward == 1.0) == verdict, (pred, gold, response, style)
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.sampled_from(PAIRS), st.sampled_from(["Answer: {}", "So \\boxed{{{}}}", "<answer>{}</answer>"]))
-def test_is_equivalent_agrees_with_the_reward_of_a_response_ending_in_the_prediction(pair, form):
+@given(st.sampled_from(PAIRS), st.sampled_from(FORMS), st.sampled_from(DELIMITERS))
+def test_explain_never_contradicts_its_verdict(pair, form, around):
+    """The explanation's rule and normalized sides lead to its verdict, and the verdict is
+    the reward's."""
     pred, gold = pair
-    response = "We work it out step by step.\n" + form.format(pred)
-    reward = correctness_reward(response, gold, style="flexible")
-    assert is_equivalent(pred, gold) == (reward == 1.0), (pred, gold, response)
+    if "boxed" in form and not _boxable(pred):
+        return
+    response = "Working.\n" + form.format(around.format(pred) if not has_prose(pred) else pred)
+    found = explain(response, gold)
+    assert found.reward == correctness_reward(response, gold, style="flexible"), (response, gold)
+    assert found.rule in EXPLAIN_RULES
+    if found.rule == "exact":
+        assert found.correct and found.pred_normalized == found.gold_normalized, found
+    if found.rule in ("no_answer", "timeout"):
+        assert not found.correct
+    if found.rule == "convention":
+        assert found.convention is not None
+    if found.pred_normalized == found.gold_normalized and found.rule not in (
+            "no_answer", "timeout", "written_rule", "convention"):
+        assert found.correct, found
+
+
+def test_the_issue_example_is_explained_as_it_is_scored():
+    found = explain("Answer: $1$", "$k=1$")
+    assert found.correct and found.reward == correctness_reward("Answer: $1$", "$k=1$") == 1.0
+    assert (found.pred_normalized, found.gold_normalized) == ("1", "1")
+    assert "decided by exact (name_value)" in str(found)
+    strict = explain("Answer: $1$", "$k=1$", conventions="strict")
+    assert not strict.correct and (strict.rule, strict.convention) == ("convention", "name_value")
 
 
 def test_letter_case_is_one_rule_in_both():

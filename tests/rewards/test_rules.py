@@ -125,3 +125,31 @@ def test_plain_towers_meet_the_size_guard_without_waiting_for_the_timeout():
     assert symbolic_verdict("2**2**2**2**2**2", "4") is False  # in-process: no pool fence
     assert symbolic_verdict("9^(9^(9^9))", "4") is False
     assert time.perf_counter() - start < 2.0
+
+
+_AGREE_MOSTLY = [  # (pred, gold) templates that agree on a large region but are not equal
+    ("\\lfloor x + {c} \\rfloor", "\\lceil x + {c} \\rceil - 1"),  # differ at integers only
+    ("\\lceil x \\rceil + {c}", "\\lfloor x \\rfloor + {c} + 1"),
+    ("|x - {c}|", "{c} - x"), ("|x - {c}|", "x - {c}"),
+    ("\\max(x, {c})", "x"), ("\\min(x, {c})", "{c}"), ("\\sqrt{{(x - {c})^2}}", "{c} - x"),
+    ("\\operatorname{{sgn}}(x - {c})", "1"), ("x - \\lfloor x \\rfloor", "0"),
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(_AGREE_MOSTLY), st.integers(-200, 200))
+def test_no_equal_from_pairs_that_agree_on_many_points_but_not_all(template, c):
+    pred, gold = (side.format(c=c) for side in template)
+    assert symbolic_verdict(pred, gold) is False, (pred, gold)
+    assert symbolic_verdict(gold, pred) is False, (gold, pred)
+
+
+def test_the_probe_never_confirms_piecewise_sides_but_may_reject_them():
+    import sympy
+    from verimath.rewards.equality.probe import probe_verdict
+
+    x = sympy.Symbol("x")
+    assert probe_verdict(sympy.floor(x) + 1, sympy.floor(x + 1)) is None  # equal, unprovable
+    assert probe_verdict(sympy.floor(x), sympy.ceiling(x) - 1) is False  # integers separate
+    assert probe_verdict(sympy.Abs(x - 5), 5 - x) is False  # far points cross the kink
+    assert probe_verdict(sympy.sin(x) ** 2 + sympy.cos(x) ** 2, sympy.Integer(1)) is True
