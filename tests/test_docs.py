@@ -120,8 +120,10 @@ def _resolves(dotted: str) -> bool:
 
 
 def test_every_module_and_name_the_docs_spell_out_exists():
-    """Module paths inside the package move; a page that names an old one fails here."""
-    names = {m for text in [README, *TEXT.values()]
+    """Module paths inside the package move; a page that names an old one fails here (the
+    changelog names old paths on purpose)."""
+    pages = [text for page, text in TEXT.items() if page != "changelog.md"]
+    names = {m for text in [README, *pages]
              for m in re.findall(r"(?<![\w/])verimath(?:\.\w+)+", text)}
     assert names
     assert [n for n in sorted(names) if not _resolves(n)] == []

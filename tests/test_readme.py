@@ -61,7 +61,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-MODEL_DIRS = ("my-model", "models/Qwen2.5-Math-7B")  # model.path values the pages use
+MODEL_DIRS = ("my-model", "models/Qwen2.5-Math-7B", "models/Qwen2.5-32B",  # model.path values
+              "models/Qwen2.5-1.5B")                                       # the pages use
 FAST = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
         "model.threads=0", "warmstart.steps=0", "rollout.gen_prompts=2", "rollout.group_size=2",
         "rollout.max_new_tokens=4", "reward.overlong_buffer=2", "algo.train_prompts=2",
@@ -165,8 +166,9 @@ def make_base(folder: Path, pages: list[str], monkeypatch) -> Path:
     stand_in_for_the_hub(monkeypatch)
     folder.mkdir(parents=True)
     shutil.copytree(ROOT / "examples", folder / "examples")
-    for model in MODEL_DIRS:
-        _tiny_checkpoint(folder / model)
+    _tiny_checkpoint(folder / MODEL_DIRS[0])
+    for model in MODEL_DIRS[1:]:
+        shutil.copytree(folder / MODEL_DIRS[0], folder / model)
     _raw_datasets(folder / "data")
     monkeypatch.chdir(folder)
     for command in (c for page in pages for c in bash_commands(page) if c[:2] == ["verimath", "prep"]):
