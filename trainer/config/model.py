@@ -10,8 +10,10 @@ from verimath.trainer.config.checks import require as _require
 @dataclass(frozen=True)
 class ModelConfig:
     path: str | None = None
-    """A Hugging Face causal-LM directory (its tokenizer is loaded from the same place);
-    ``None`` builds the tiny character-level Qwen2 model of ``verimath.trainer.model.tiny``."""
+    """A Hugging Face causal-LM directory, or a hub id (``org/name``) looked up in the HF cache
+    and downloaded into it when missing (only the cache with ``HF_HUB_OFFLINE=1``); its
+    tokenizer is loaded from the same place. ``None`` builds the tiny character-level Qwen2
+    model of ``verimath.trainer.model.tiny``."""
     tiny_hidden_size: int = 128
     """Width of the tiny model (used only when ``path`` is None)."""
     tiny_layers: int = 3

@@ -12,6 +12,7 @@ option); a rerun with the same options resumes (``eval_run``); Ctrl-C exits with
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -155,12 +156,37 @@ def build_settings(args):
     return settings, source, problems
 
 
+OPTION_TAGS = (("k", "k"), ("temperature", "t"), ("top_p", "p"), ("max_new_tokens", "len"),
+               ("num_problems", "n"), ("level", "L"), ("problem_seed", "ps"), ("seed", "seed"),
+               ("answer_style", "style-"), ("mode", "mode-"), ("timeout", "timeout"))
+"""Options that change what is sampled or how it is scored, and their tags in a default
+output folder's name."""
+
+
+def option_tags(args) -> list[str]:
+    """A tag for each such option given on the command line (``k4``, ``t0.6``, ``vllm``...),
+    so that an evaluation with other settings gets a folder of its own."""
+    tags = [f"{tag}{getattr(args, name)}" for name, tag in OPTION_TAGS
+            if getattr(args, name) is not None]
+    if args.template is not None:
+        digest = hashlib.sha1(args.template.encode()).hexdigest()[:6]
+        tags.append(f"tpl-{args.template}" if args.template.isidentifier() else f"tpl-{digest}")
+    if args.chat_template is not None:
+        tags.append("chat" if args.chat_template else "nochat")
+    if args.engine != "hf":
+        tags.append(args.engine)
+    return tags
+
+
 def default_output(source, args) -> Path:
     """Where results go without ``--output``: inside the training run the model comes from
-    (``<run>/eval/<checkpoint>-<data>-<preset>``), else ``eval_results/<model>-<data>-<preset>``
-    in the working directory (a model directory may be shared or read-only)."""
+    (``<run>/eval/<checkpoint>-<data>-<preset>[-<options>]``), else
+    ``eval_results/<model>-<data>-<preset>[-<options>]`` in the working directory (a model
+    directory may be shared or read-only). Options that override the preset or the run's
+    settings are part of the name (:func:`option_tags`): the same command resumes its own
+    folder, another command writes another one."""
     data = Path(args.data).stem if Path(args.data).suffix else args.data.split("/")[-1]
-    name = f"{data}-{args.preset}"
+    name = "-".join([data, args.preset, *option_tags(args)])
     if source.checkpoint is not None:
         return source.checkpoint.parent.parent / "eval" / f"{source.checkpoint.name}-{name}"
     return Path("eval_results") / f"{source.model_dir.name}-{name}"
@@ -277,7 +303,7 @@ def run_and_report(engine, tokenizer, problems, settings, output: Path, *, batch
     (output / SETTINGS).write_text(json.dumps(settings.to_dict(), indent=2) + "\n")
     with SampleStore(output / SAMPLES, k=settings.k, problems=problems) as store, \
             tqdm(total=len(problems), initial=len(store.done), desc="eval", unit="problem",
-                 disable=not progress) as bar:
+                 disable=None if progress else True) as bar:
         def advance(count: int) -> None:
             bar.update(count)
             bar.set_postfix(acc=f"{store.accuracy:.3f}")

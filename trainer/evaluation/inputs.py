@@ -25,7 +25,7 @@ from typing import Any
 from verimath.envs import Problem, read_problems
 from verimath.envs.registration import FAMILY_IDS
 from verimath.trainer.checkpoint.files import is_checkpoint, resolve_checkpoint
-from verimath.trainer.model.hub import is_hub_id, resolve_model_dir
+from verimath.trainer.model.hub import is_hub_id, mistyped_local_path, resolve_model_dir
 from verimath.trainer.model.policy import is_adapter_dir
 
 HELDOUT_SEED = 12345
@@ -75,6 +75,8 @@ def _checkpoint_source(ckpt: Path) -> ModelSource:
 def resolve_model(path: str) -> ModelSource:
     """The model behind ``--model PATH``; see the module docstring."""
     folder = Path(path)
+    if (local := mistyped_local_path(path)) is not None:
+        raise ValueError(f"--model {local}")
     if not folder.exists() and is_hub_id(path):  # Qwen/Qwen2.5-Math-7B: huggingface_hub's cache
         return ModelSource(resolve_model_dir(path, field="--model"))
     if not folder.is_dir():

@@ -50,6 +50,18 @@ def is_hub_id(path: str | os.PathLike) -> bool:
             and "--" not in text and ".." not in text and not text.endswith(".git"))
 
 
+def mistyped_local_path(path: str | os.PathLike) -> str | None:
+    """The error for an ``org/name`` that is no directory while ``org/`` is one here (a
+    mistyped ``runs/tiny-...``, say): it reads as a local path, not as a hub id; else None."""
+    text = str(path)
+    parent = Path(text).parent
+    if "/" in text and str(parent) not in ("", ".") and parent.is_dir() \
+            and not Path(text).exists():
+        return (f"{text!r}: no such directory ({parent}/ exists here, so this is read as a "
+                "local path; a hub id is org/name with no folder of that org here)")
+    return None
+
+
 def resolve_model_dir(path: str | os.PathLike, *, field: str = "model.path",
                       config_only: bool = False) -> Path:
     """The local directory of a model: ``path`` itself when it is a directory holding
@@ -70,6 +82,8 @@ def resolve_model_dir(path: str | os.PathLike, *, field: str = "model.path",
     if not is_hub_id(path):
         raise ValueError(f"{field}={str(path)!r}: no such directory, and not a Hugging Face "
                          "hub id (org/name)")
+    if (local := mistyped_local_path(path)) is not None:
+        raise ValueError(f"{field}={local}")
     return _snapshot(str(path), field=field, config_only=config_only)
 
 

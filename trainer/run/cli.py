@@ -312,10 +312,11 @@ def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=
     from verimath.trainer.run.loop import Stopped, train
     from verimath.trainer.run.setup import open_state
 
-    if not config.logging.progress:  # also silence transformers' load/save bars
-        from transformers.utils import logging as hf_logging
+    # transformers' own load/save bars ("Writing model shards" at every checkpoint) would
+    # interleave with the step lines: the run's bar and lines say what happens
+    from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()
     from verimath.trainer.core.processes import RunDirInUse, RunLock
 
     main_rank = comm is None or comm.is_main

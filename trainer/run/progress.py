@@ -8,11 +8,13 @@ from collections.abc import Callable, Mapping
 
 
 def progress_bar(total: int, initial: int, enabled: bool, desc: str):
-    """A tqdm bar (disabled when ``enabled`` is False, e.g. ``logging.progress=false``)."""
+    """A tqdm bar, drawn only on a terminal (disabled when ``enabled`` is False, e.g.
+    ``logging.progress=false``, and when stderr is a file or a pipe, where a bar's redraws
+    would only interleave with the step lines)."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, disable=not enabled, desc=desc, dynamic_ncols=True,
-                leave=True)
+    return tqdm(total=total, initial=initial, disable=None if enabled else True, desc=desc,
+                dynamic_ncols=True, leave=True)
 
 
 def bar_echo(bar, fallback: Callable[[str], None]) -> Callable[[str], None]:

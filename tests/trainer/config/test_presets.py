@@ -13,7 +13,7 @@ from verimath.trainer.config.files import load_config, preset_names, required_se
 from verimath.trainer.estimate.budget import GPUS, KNOWN_SHAPES, estimate_run, model_shape
 from verimath.trainer.estimate.cli import PRESET_GPUS, PRESET_MODELS, run_shape
 
-README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+RECIPES_PAGE = Path(__file__).resolve().parents[3] / "docs" / "recipes.md"
 RECIPES = ("dapo-qwen2.5-32b", "dapo-qwen2.5-math-7b", "dapo-qwen2.5-1.5b")
 
 
@@ -94,11 +94,11 @@ def test_estimate_inputs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", RECIPES)
-def test_the_readme_shows_each_recipes_estimate(name, capsys):
+def test_the_recipes_page_shows_each_recipes_estimate(name, capsys):
     assert main(["train", "--config", name, "--estimate"]) == 0
     out = capsys.readouterr().out
-    assert f"```text\n{out}```" in README, (
-        f"README's recipe section is stale: paste `verimath train --config {name} --estimate`")
+    assert f"```text\n{out}```" in RECIPES_PAGE.read_text(encoding="utf-8"), (
+        f"docs/recipes.md is stale: paste `verimath train --config {name} --estimate`")
 
 
 @pytest.mark.parametrize("name", preset_names())

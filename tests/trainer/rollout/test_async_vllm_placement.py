@@ -76,6 +76,12 @@ def test_the_run_refuses_a_missing_gpu_before_it_starts(monkeypatch):
 
 
 def test_a_vllm_generator_needs_a_gpu_for_sleep_mode_and_on_a_gpu_machine(monkeypatch):
+    """The placement rules, with vLLM installed or not (its presence is checked first and
+    stood in for here: these rules read only the config and the GPU count)."""
+    real_find_spec = factory.importlib.util.find_spec
+    monkeypatch.setattr(factory.importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "vllm" else real_find_spec(name, *a))
+
     def refused(gpus, *overrides):
         monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
         config = load_config("tiny", ["rollout.async_steps=1", "rollout.engine=vllm",

