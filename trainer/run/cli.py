@@ -309,12 +309,11 @@ def _documented_config(config, args: argparse.Namespace) -> str:
 
 def _train(config, run_dir: Path, resume: Path | None, *, overwrite: bool, comm=None,
            nproc: int = 1, speaks: bool = True, restart: bool = False) -> int:
-    from verimath.trainer.run.loop import Stopped, train
-    from verimath.trainer.run.setup import open_state
-
     # transformers' own load/save bars ("Writing model shards" at every checkpoint) would
     # interleave with the step lines: the run's bar and lines say what happens
     from transformers.utils import logging as hf_logging
+    from verimath.trainer.run.loop import Stopped, train
+    from verimath.trainer.run.setup import open_state
 
     hf_logging.disable_progress_bar()
     from verimath.trainer.core.processes import RunDirInUse, RunLock

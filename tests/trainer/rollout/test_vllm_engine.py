@@ -9,7 +9,6 @@ whole module. Log-probs are compared in float32 with an absolute tolerance of
 from __future__ import annotations
 
 import copy
-import importlib.util
 import random
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from verimath.trainer.core.logprobs import pack_sequences, token_logprobs
 from verimath.trainer.core.protocols import SamplingParams
 from verimath.trainer.model.tiny import EOS, make_char_tokenizer, make_tiny_model
 from verimath.trainer.rollout.hf_engine import HFRolloutEngine, sampling_logits
+
 
 def needs_vllm(test):
     """Runs ``test`` on the module's vLLM engine: slow (the engine starts once, ~15-60 s);
