@@ -55,7 +55,6 @@ import shutil
 import sys
 import tokenize
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pytest
