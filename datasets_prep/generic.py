@@ -39,11 +39,11 @@ def convert(
 ) -> Problem:
     """One row into a `Problem`, reading the named fields."""
     data = row.data
-    problem = get_text(data, problem_field)
-    answer = get_answer(data, answer_field)
+    problem = _named(get_text, data, problem_field, "--problem-field")
+    answer = _named(get_answer, data, answer_field, "--answer-field")
     key = str(row.index)
     if id_field is not None:
-        value = get_field(data, id_field)
+        value = _named(get_field, data, id_field, "--id-field")
         if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
             raise RowError(id_field,
                            f"ids must be non-empty strings or integers, got {value!r:.40}")
@@ -52,6 +52,19 @@ def convert(
     return Problem(
         id=f"{name}/{split}/{key}", prompt=problem.strip(), answer=answer, source=name, meta=meta
     )
+
+
+def _named(read: Callable, data, field: str, option: str):
+    """``read(data, field)``; a missing field's error names the option that chose it and the
+    fields the row has (the usual cause: the table calls its column something else)."""
+    try:
+        return read(data, field)
+    except RowError as exc:
+        if not exc.reason.startswith("missing") or "." in field:
+            raise
+        have = ", ".join(map(repr, list(data)[:8])) or "none"
+        raise RowError(field, f"{exc.reason}; the row has {have}: pass {option} with the name "
+                              "of the column that holds it") from None
 
 
 def make_converter(

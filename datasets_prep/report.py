@@ -37,11 +37,15 @@ def dropped_lines(result: PrepResult) -> list[str]:
 
 
 def sample_lines(result: PrepResult) -> list[str]:
-    """The first three kept problems as JSON, prompt shortened, meta keys only."""
+    """The first three kept problems as JSON, as the file holds them (``meta`` a dict), with
+    the prompt and long meta values shortened."""
     lines = []
     for p in result.problems[:EXAMPLES]:
+        meta = {key: value if len(json.dumps(value, ensure_ascii=False)) <= 40
+                else _short(json.dumps(value, ensure_ascii=False), 40)
+                for key, value in sorted(p.meta.items())}
         record = {"id": p.id, "prompt": _short(p.prompt, 120), "answer": p.answer,
-                  "source": p.source, "meta": sorted(p.meta)}
+                  "source": p.source, "meta": meta}
         lines.append("  " + json.dumps(record, ensure_ascii=False))
     return lines
 

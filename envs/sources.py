@@ -236,5 +236,9 @@ def make_source(*, family: str | None = None, level: int | None = None,
         if not path.endswith((".jsonl", ".json", ".parquet")):
             raise ValueError(f"path {path!r}: expected a .jsonl or .parquet file written by "
                              "`verimath prep`")
+        if not os.path.isfile(path):  # a stat, not a read: the file is read at reset()
+            what = "a directory" if os.path.isdir(path) else "no such file"
+            raise FileNotFoundError(f"path {path!r}: {what}; pass a problems file written by "
+                                    "verimath prep (.jsonl or .parquet)")
         return ListSource(path=path, shuffle=shuffle, skip=skip)
     return ListSource(problems=problems, shuffle=shuffle, skip=skip)

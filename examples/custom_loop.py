@@ -8,15 +8,13 @@ a local transformers causal LM (no download: pass a directory that holds the wei
     python examples/custom_loop.py --env verimath/Linear-v0 --level 2 --attempts 3
     python examples/custom_loop.py --model /path/to/Qwen2.5-0.5B-Instruct --episodes 8
     python examples/custom_loop.py --group 4x8                   # one P x G batch, as trainers do
-    python examples/custom_loop.py --model runs/tiny-.../checkpoints/step_00000100/model \\
-        --level 2 --skip-containing "*" "-" --template "{prompt}\\n" --max-new-tokens 16
+    python examples/custom_loop.py --model runs/tiny-...            # a verimath train run
     python examples/custom_loop.py --env verimath/Dataset-v0 --path math500.jsonl  # prepared data
 
-The last command evaluates a `verimath train` tiny checkpoint on what it was trained on: the
-tiny preset keeps only the two-digit additions of Arithmetic level 2 (its
-``data.skip_containing``), and ``--skip-containing "*" "-"`` does the same here. Without it the
-level's subtractions and multiplications, which the model never saw, are drawn as well and its
-accuracy drops accordingly.
+A `verimath train` run, checkpoint or checkpoint ``model/`` directory brings the task it was
+trained on (its config): family, level, ``data.skip_containing`` (the tiny preset keeps only
+the two-digit additions of Arithmetic level 2), prompt template and response length. Options
+given on the command line override them; a plain model directory uses the defaults below.
 
 In retry mode (``--attempts K``) the env's observation after a wrong answer is the feedback
 alone; the loop keeps the conversation and hands the policy the whole transcript.
@@ -117,39 +115,75 @@ def skipping(family: str, texts) -> Callable:
     return draw
 
 
+DEFAULTS = {"env": "verimath/Arithmetic-v0", "level": 1, "template": "dapo",
+            "max_new_tokens": 512, "skip_containing": ()}
+
+
+def run_task(model: str | None) -> tuple[str | None, dict]:
+    """``(model directory, task)``: for a `verimath train` run or checkpoint, its model
+    directory and what it trained on, as this script's options; for a plain model directory
+    (or without the trainer installed), the directory and {}."""
+    if model is None:
+        return None, {}
+    try:
+        from verimath.trainer.evaluation.inputs import resolve_model
+    except ImportError:  # the trainer extra is not installed: a plain directory
+        return model, {}
+    source = resolve_model(model)
+    config = source.run_config
+    if not config:
+        return str(source.model_dir), {}
+    data, rollout = config.get("data", {}), config.get("rollout", {})
+    task = {"level": data.get("level"), "skip_containing": tuple(data.get("skip_containing", ())),
+            "template": config.get("model", {}).get("prompt_template"),
+            "max_new_tokens": rollout.get("max_new_tokens")}
+    if data.get("family") and not data.get("train_file"):
+        task["env"] = f"verimath/{data['family']}-v0"
+    return str(source.model_dir), {key: value for key, value in task.items() if value is not None}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="verimath/Arithmetic-v0")
-    parser.add_argument("--level", type=int, default=1, help="level of generator envs (1..5)")
+    parser.add_argument("--env", help=f"env id (default {DEFAULTS['env']})")
+    parser.add_argument("--level", type=int, help="level of generator envs (1..5; default 1)")
     parser.add_argument("--path", help="problem file (verimath prep output) for Dataset-v0")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--attempts", type=int, default=1, help="max_attempts (retry mode > 1)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--model", help="local directory of a transformers causal LM")
-    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--model", help="local directory of a transformers causal LM, or a "
+                                        "verimath train run / checkpoint")
+    parser.add_argument("--max-new-tokens", type=int, help="default 512")
     parser.add_argument("--group", help="PxG: run one group batch instead (e.g. 4x8)")
-    parser.add_argument("--skip-containing", nargs="+", default=(), metavar="TEXT",
-                        help="draw no generator problem whose prompt contains one of these "
-                             '(a tiny-preset checkpoint: "*" "-", the additions it trained on)')
-    parser.add_argument("--template", default="dapo",
+    parser.add_argument("--skip-containing", nargs="+", metavar="TEXT",
+                        help="draw no generator problem whose prompt contains one of these")
+    parser.add_argument("--template",
                         help='prompt template: dapo, boxed, raw or a string with {prompt} '
-                             '(a `verimath train` tiny checkpoint wants "{prompt}\\n")')
+                             '(default dapo)')
     args = parser.parse_args()
-    policy = (transformers_policy(args.model, args.max_new_tokens, sample=bool(args.group))
-              if args.model else calculator_policy)
-    template = args.template.replace("\\n", "\n")  # lets a newline be typed as \n in a shell
-    source = {"path": args.path} if args.path else {"level": args.level}
+    model_dir, trained_on = run_task(args.model)
+    task = {**DEFAULTS, **trained_on}
+    for key in DEFAULTS:  # the command line wins over the run's task
+        if getattr(args, key) is not None:
+            task[key] = getattr(args, key)
+    if trained_on:
+        print(f"task of the run: {task['env']} level {task['level']}, skip "
+              f"{list(task['skip_containing'])}, template {task['template']!r}, "
+              f"max_new_tokens {task['max_new_tokens']}")
+    policy = (transformers_policy(model_dir, task["max_new_tokens"], sample=bool(args.group))
+              if model_dir else calculator_policy)
+    template = task["template"].replace("\\n", "\n")  # a newline typed as \\n in a shell
+    source = {"path": args.path} if args.path else {"level": task["level"]}
     source["template"] = template
     if args.group:
         p, g = (int(x) for x in args.group.lower().split("x"))
-        print(run_group(args.env, policy, p, g, **source))
+        print(run_group(task["env"], policy, p, g, **source))
         return
-    if args.skip_containing:  # the same generator family, some prompts redrawn
-        family = args.env.split("/")[-1].rsplit("-v", 1)[0]
-        env = MathEnv(generator=skipping(family, args.skip_containing), level=args.level,
+    if task["skip_containing"]:  # the same generator family, some prompts redrawn
+        family = task["env"].split("/")[-1].rsplit("-v", 1)[0]
+        env = MathEnv(generator=skipping(family, task["skip_containing"]), level=task["level"],
                       template=template, max_attempts=args.attempts)
     else:
-        env = gym.make(args.env, max_attempts=args.attempts, **source)
+        env = gym.make(task["env"], max_attempts=args.attempts, **source)
     accuracy = run_episodes(env, policy, args.episodes, args.seed)
     env.close()
     print(f"accuracy: {accuracy:.2f} over {args.episodes} episodes")

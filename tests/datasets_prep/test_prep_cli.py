@@ -34,6 +34,25 @@ def test_prep_writes_problems_and_prints_counts_and_samples(tmp_path, capsys):
     assert [(p.id, p.answer) for p in problems] == [(f"toy/test/{i}", str(i)) for i in range(5)]
 
 
+def test_samples_print_meta_as_the_file_holds_it(tmp_path, capsys):
+    rows = [{"problem": "p?", "answer": "1", "level": 3, "notes": "x" * 200}]
+    src = write_jsonl(tmp_path / "test.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    assert main(["prep", "generic", "--input", src, "--output", str(out),
+                 "--meta-fields", "level", "notes"]) == 0
+    sample = json.loads(capsys.readouterr().out.split("samples:\n")[1].splitlines()[0])
+    assert sample["meta"]["level"] == 3 and read_problems(out)[0].meta["level"] == 3
+    assert sample["meta"]["notes"].startswith('"xxx') and len(sample["meta"]["notes"]) <= 40
+
+
+def test_a_wrong_column_names_the_option_and_the_row_fields(tmp_path, capsys):
+    src = write_jsonl(tmp_path / "test.jsonl", [{"question": "q?", "answer": "1"}])
+    assert main(["prep", "generic", "--input", src, "--output", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "field 'problem': missing" in err and "'question'" in err
+    assert "--problem-field" in err
+
+
 def test_output_is_deterministic_across_runs_and_formats(tmp_path):
     pytest.importorskip("pyarrow")
     rows = [{"problem": f"What is {i} squared?", "answer": str(i * i)} for i in range(20)]

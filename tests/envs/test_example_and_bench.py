@@ -70,3 +70,27 @@ def test_benchmark_curriculum_switches_raise_the_informative_share():
     shares = bench.bench_curriculum(rounds=40, num_problems=32)
     assert shares["chain_adapt_level"]["informative"] > shares["chain_fixed_level_3"]["informative"]
     assert shares["list_skip_solved"]["all_right"] < shares["list_all"]["all_right"]
+
+
+def test_custom_loop_reads_the_task_a_training_run_trained_on(tmp_path):
+    """``--model <run>`` poses what the run trained on (the tiny preset: level-2 additions, its
+    template and response length), not the script's defaults (which score such a model 0)."""
+    torch = pytest.importorskip("torch", reason="the trainer extra: pip install 'verimath[train]'")
+    from verimath.trainer.checkpoint.files import save_checkpoint
+    from verimath.trainer.config.files import load_config
+    from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
+
+    config = load_config("tiny", ["model.tiny_hidden_size=32", "model.tiny_layers=1"])
+    tokenizer = make_char_tokenizer()
+    model = make_tiny_model(tokenizer, hidden_size=32, num_layers=1, num_heads=4)
+    save_checkpoint(tmp_path / "run" / "checkpoints", model=model,
+                    tokenizer=tokenizer, step=1, config=config.to_dict(),
+                    optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    example = load("examples/custom_loop.py")
+    model_dir, task = example.run_task(str(tmp_path / "run"))
+    assert model_dir.endswith("step_00000001/model")
+    assert task == {"env": "verimath/Arithmetic-v0", "level": config.data.level,
+                    "skip_containing": tuple(config.data.skip_containing),
+                    "template": config.model.prompt_template,
+                    "max_new_tokens": config.rollout.max_new_tokens}
+    assert example.run_task(None) == (None, {})

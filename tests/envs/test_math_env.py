@@ -174,6 +174,16 @@ def test_dataset_errors_name_the_file_and_row(tmp_path):
         env.reset(seed=0)  # ... the file is read on first reset
 
 
+def test_a_missing_dataset_file_fails_at_make_naming_the_path(tmp_path):
+    """The constructor reads nothing, but it checks that the file is there (a stat), so a
+    mistyped path fails in gym.make, not at the first reset."""
+    (tmp_path / "folder.jsonl").mkdir()
+    for path, what in ((tmp_path / "nope.jsonl", "no such file"),
+                       (tmp_path / "folder.jsonl", "a directory")):
+        with pytest.raises(FileNotFoundError, match=f"{path.name}.*{what}.*verimath prep"):
+            gym.make("verimath/Dataset-v0", path=str(path))
+
+
 def test_dataset_ids_must_be_unique(tmp_path):
     path = tmp_path / "twice.jsonl"
     clash = Problem(id=TOY[0].id, prompt="another prompt", answer="7", source="other")
