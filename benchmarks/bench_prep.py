@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"bench_prep: skipped: real data not found at {DATA} (missing "
               f"{', '.join(missing)}); set VERIMATH_DATA_DIR to a directory that holds them "
-              "(the README's 'Preparing datasets' section says where to get each one)")
+              "(docs/datasets.md says where to get each one)")
         return 0
     n_train = 1_700 if args.quick else 17_000
     train, evals = load_sets(n_train)

@@ -64,7 +64,7 @@ def shared_data() -> Path:
         pytest.skip(
             f"real datasets not found at {DATA_DIR} (no gsm8k/); set VERIMATH_DATA_DIR to a "
             "directory of the raw files (gsm8k/, math500/, aime24/, aime25/, dapo_math_17k/; "
-            "the README's 'Preparing datasets' section says where to get each one)"
+            "docs/datasets.md says where to get each one)"
         )
     return DATA_DIR
 

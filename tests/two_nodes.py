@@ -40,7 +40,7 @@ def verimath_node(rank: int, port: int, args: list[str]) -> list[str]:
 
 
 def torchrun_node(rank: int, port: int, args: list[str]) -> list[str]:
-    """The README's plain torchrun command for node ``rank`` of 2."""
+    """The plain torchrun command (docs/distributed.md) for node ``rank`` of 2."""
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
             "--nnodes", "2", "--node-rank", str(rank), "--rdzv-backend", "c10d",
             "--rdzv-endpoint", f"127.0.0.1:{port}", "-m", "verimath.trainer.worker", *args]

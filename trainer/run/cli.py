@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the resolved config as YAML, each field documented, and exit")
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help="processes for data-parallel training, one per GPU (launches "
-                             "torchrun; per node with --nnodes, see README)")
+                             "torchrun; per node with --nnodes: docs/distributed.md)")
     add_node_arguments(parser)
     from verimath.trainer.estimate import cli as estimate_cli
 

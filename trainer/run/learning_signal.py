@@ -48,10 +48,16 @@ class LearningSignalWatch:
     def __init__(self, config, echo: Callable[[str], None]) -> None:
         self.config, self.echo = config, echo
         self.quiet, self.learned, self.steps, self.short = 0, 0, 0, 0
+        self.first_short: int | None = None
+        self.short_right = self.short_wrong = 0  # groups discarded on the steps cut short
 
     def update(self, step: int, metrics: dict[str, float]) -> None:
         self.steps += 1
-        self.short += bool(metrics.get("sampling/hit_cap", 0))
+        if metrics.get("sampling/hit_cap", 0):
+            self.short += 1
+            self.first_short = step if self.first_short is None else self.first_short
+            self.short_right += int(metrics.get("sampling/all_correct_groups", 0))
+            self.short_wrong += int(metrics.get("sampling/all_wrong_groups", 0))
         informative = metrics.get("sampling/informative_groups", 0) + \
             metrics.get("sampling/carried_groups", 0)
         if informative > 0 and metrics.get("compute/trained_tokens", 0) > 0:
@@ -76,10 +82,24 @@ class LearningSignalWatch:
         if self.trained_nothing and self.quiet < QUIET_STEPS:  # too few steps to have warned
             self._warn()
         if self.short > 1:
-            self.echo(f"dynamic sampling stopped short of algo.train_prompts on {self.short} of "
-                      f"{self.steps} steps (only the first was printed; sampling/hit_cap in "
-                      "metrics.jsonl marks each); raise algo.max_gen_rounds or "
-                      "rollout.gen_prompts to fill every step")
+            self.echo(self.short_summary())
+
+    def short_summary(self) -> str:
+        """What steps cut short by the round cap mean: a policy that solves most problems
+        (the discarded groups mostly all right: how a run that masters its task ends), or
+        one that solves few (then more rounds or prompts per step would fill the steps)."""
+        head = (f"dynamic sampling stopped short of algo.train_prompts on {self.short} of "
+                f"{self.steps} steps, from step {self.first_short} on (only the first was "
+                "printed; sampling/hit_cap in metrics.jsonl marks each)")
+        discarded = self.short_right + self.short_wrong
+        if discarded and self.short_right >= 0.8 * discarded:
+            return (f"{head}: {self.short_right / discarded:.0%} of the groups discarded on "
+                    "those steps were all right, so the policy solves most of these problems "
+                    "and those steps trained on the informative groups there were; this is how "
+                    "a run that masters its task ends")
+        return (f"{head}: most discarded groups were all wrong; to fill every step, raise "
+                "algo.max_gen_rounds or rollout.gen_prompts, or pose easier problems")
+
 
 
 def first_note_only(echo: Callable[[str], None]) -> Callable[[str], None]:

@@ -300,3 +300,23 @@ def test_dynamic_sampling_that_stops_short_is_printed_once_then_counted():
         watch.update(step, _step(informative=2, tokens=5, cap=1))
     watch.close()
     assert "stopped short of algo.train_prompts on 3 of 3 steps" in said[-1]
+
+
+@pytest.mark.parametrize(("right", "wrong", "advice"), [(9, 1, False), (8, 2, False),
+                                                        (7, 3, True), (0, 5, True)])
+def test_a_run_that_masters_its_task_ends_without_advice_to_change_it(right, wrong, advice):
+    """Steps cut short because nearly every discarded group was all right are how a run that
+    solves its task ends: the summary says so and gives no advice; mostly all-wrong groups
+    (the policy solves little) get the advice to generate more per step."""
+    from verimath.trainer.config import TrainConfig
+    from verimath.trainer.run.learning_signal import LearningSignalWatch
+
+    said = []
+    watch = LearningSignalWatch(TrainConfig(), said.append)
+    watch.update(1, _step(informative=4, tokens=5))
+    for step in (2, 3):
+        watch.update(step, _step(informative=2, right=right, wrong=wrong, tokens=5, cap=1))
+    watch.close()
+    assert "on 2 of 3 steps, from step 2 on" in said[-1]
+    assert ("raise algo.max_gen_rounds" in said[-1]) == advice
+    assert ("masters its task" in said[-1]) == (not advice)
