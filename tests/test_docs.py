@@ -147,7 +147,7 @@ def test_the_recipes_page_shows_each_recipes_estimate(preset, capsys):
 
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
-    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None:
+    if any(importlib.util.find_spec(m) is None for m in ("mkdocs", "mkdocstrings")):
         pytest.skip("mkdocs is not installed: the `docs` extra (make docs installs it)")
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
                            str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,

@@ -171,7 +171,8 @@ def make_base(folder: Path, pages: list[str], monkeypatch) -> Path:
         shutil.copytree(folder / MODEL_DIRS[0], folder / model)
     _raw_datasets(folder / "data")
     monkeypatch.chdir(folder)
-    for command in (c for page in pages for c in bash_commands(page) if c[:2] == ["verimath", "prep"]):
+    preps = (c for page in pages for c in bash_commands(page) if c[:2] == ["verimath", "prep"])
+    for command in preps:
         assert main(command[1:]) == 0, command
     return folder
 
