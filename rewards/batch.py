@@ -4,7 +4,8 @@
 
 1. extract the final answer of every response (``extract_answer``, in the caller);
 2. deduplicate identical ``(extracted, gold)`` pairs (the 16 samples of one prompt often agree);
-3. settle each unique pair with the cheap exact path (``fast_verdict``) in the caller;
+3. settle each unique pair with the cheap exact path (``fast_verdict``), then the numeric
+   check (``equality.numeric``), in the caller;
 4. send only the undecided pairs to a ``ScoringPool`` of worker processes, each item under a
    hard wall-clock ``timeout`` (a timeout counts as incorrect and is flagged in ``timed_out``);
 5. add the soft overlong penalty when ``lengths`` are given (see ``overlong_penalty``).
@@ -20,13 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import check_mode, check_timeout, fast_verdict
+from verimath.rewards.equality.numeric import numeric_verdict
 from verimath.rewards.extraction.final_answer import PATHS, extract_with_path
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 from verimath.rewards.shaping.overlong import overlong_penalty
 
 __all__ = ["RULES", "BatchScores", "ScoringPool", "score_batch", "score_with_pool"]
 
-RULES = ("no_answer", "fast", "symbolic", "timeout")
+RULES = ("no_answer", "fast", "numeric", "symbolic", "timeout")
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,8 +45,9 @@ class BatchScores:
         paths: list of N extraction paths, where each answer was found (``extract.PATHS``:
             ``tag``, ``a_line``, ``answer_line``, ``box``, ``phrase``, ``last_math``, ``none``).
         rules: list of N deciding rules (``RULES``): ``no_answer``, ``fast`` (settled in the
-            caller by exact arithmetic and the written rules), ``symbolic`` (math-verify and
-            the numeric probe, in the pool) or ``timeout``.
+            caller by exact arithmetic, the written rules and the conventions), ``numeric``
+            (the caller's numeric check), ``symbolic`` (math-verify and the numeric probe, in
+            the pool) or ``timeout``.
     """
 
     correct: np.ndarray
@@ -172,10 +175,14 @@ def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float,
         if key[0] is None or key in verdicts or key in undecided:
             continue
         fast = fast_verdict(key[0], key[1], mode=mode, conventions=conventions)
-        if fast is None:
+        if fast is not None:
+            verdicts[key] = (bool(fast), False, "fast")
+            continue
+        numeric = numeric_verdict(key[0], key[1], conventions) if mode == "symbolic" else None
+        if numeric is None:
             undecided[key] = None
         else:
-            verdicts[key] = (bool(fast), False, "fast")
+            verdicts[key] = (numeric, False, "numeric")
     if undecided:
         pairs = list(undecided)
         for key, (ok, late) in zip(pairs, pool.verify(pairs, timeout=timeout, conventions=conventions)):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import check_mode, check_timeout, fast_verdict
+from verimath.rewards.equality.numeric import numeric_verdict
 from verimath.rewards.extraction.final_answer import answer_core, extract_answer
 from verimath.rewards.pool.scoring_pool import default_pool
 
@@ -34,7 +35,9 @@ def is_equivalent(
     """Whether the extracted answer ``pred`` is equivalent to the gold answer ``gold``.
 
     ``pred=None`` (no answer) is ``False``. ``fast_verdict`` decides first; in mode
-    ``"symbolic"`` an undecided pair goes to math-verify in the scoring pool, which kills the
+    ``"symbolic"`` an undecided pair goes to the numeric check of this process
+    (``equality.numeric``: expressions its narrow grammar reads, evaluated at seeded points),
+    then to math-verify in the scoring pool, which kills the
     verification after ``timeout`` seconds of wall-clock time and counts it as ``False``
     (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
     never call math-verify. Gold is the reference: ``verify(gold, pred)``, not symmetric.
@@ -62,7 +65,8 @@ def is_equivalent(
 
 
 def _verdict(pred: str | None, gold: str, mode: str, timeout: float, conventions: Conventions) -> bool:
-    """The fast path, then math-verify in the pool; ``pred`` is compared as it is."""
+    """The fast path, the numeric check, then math-verify in the pool; ``pred`` is compared
+    as it is."""
     check_mode(mode)
     check_timeout(timeout)
     if not isinstance(gold, str):
@@ -70,6 +74,8 @@ def _verdict(pred: str | None, gold: str, mode: str, timeout: float, conventions
     if pred is None:
         return False
     verdict = fast_verdict(pred, gold, mode=mode, conventions=conventions)
+    if verdict is None and mode == "symbolic":
+        verdict = numeric_verdict(pred, gold, conventions)
     if verdict is not None:
         return verdict
     (symbolic, _timed_out), = default_pool().verify([(pred, gold)], timeout=timeout,

@@ -14,7 +14,8 @@ Rules (``RULES``): ``no_answer``; ``exact`` (the same text after normalization);
 ``written_rule`` (letter case, words, a value against an equation: ``rules``);
 ``convention`` (a grading convention decided: ``convention`` names which field of
 ``Conventions``, such as ``name_value`` or ``decimal_digits``); ``fast`` (exact arithmetic:
-numbers, radicals, polynomials, lists, relations); ``symbolic`` (math-verify, confirmed by
+numbers, radicals, polynomials, lists, relations); ``numeric`` (the numeric check of the
+calling process, ``equality.numeric``); ``symbolic`` (math-verify, confirmed by
 the probe); ``probe`` (the numeric probe or the relation normalizer overruled math-verify:
 ``probe``); ``timeout`` (the pool's time bound ran out). The rule and the two normalized sides
 come from the same decision as the verdict, so they always lead to it: ``exact`` comes with
@@ -38,12 +39,14 @@ from verimath.rewards.equality.equivalence import (
     math_verify_verdict,
     normalize_answer,
 )
+from verimath.rewards.equality.numeric import numeric_verdict
 from verimath.rewards.extraction.final_answer import extract_with_path
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 
 __all__ = ["RULES", "Explanation", "explain"]
 
-RULES = ("no_answer", "exact", "written_rule", "convention", "fast", "symbolic", "probe", "timeout")
+RULES = ("no_answer", "exact", "written_rule", "convention", "fast", "numeric", "symbolic", "probe",
+         "timeout")
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ def _decide(pred: str, gold: str, mode: str, timeout: float, conventions: Conven
     sides = (decision.pred, decision.gold)
     if decision.verdict is not None:
         return decision.verdict, decision.rule, decision.convention, *sides
+    numeric = numeric_verdict(pred, gold, conventions) if mode == "symbolic" else None
+    if numeric is not None:
+        return numeric, "numeric", decision.convention, *sides
     (verdict, late), = default_pool().verify([(pred, gold)], timeout=timeout, conventions=conventions)
     if late:
         return False, "timeout", None, *sides

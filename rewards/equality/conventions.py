@@ -24,9 +24,9 @@ Every setting, its default, and its strict reading:
     matches a gold that is a value by that right side. Strict: it never does.
 ``decimal_digits`` (default ``6``; strict ``None``)
     A decimal prediction of an exact gold (``0.142857`` for ``\\frac{1}{7}``) is right when it
-    has at least this many significant digits and agrees with the gold after both are rounded
-    to this many significant digits (``0.0833333333333333`` is ``\\frac{1}{12}``; ``0.1429`` is
-    not ``\\frac{1}{7}``). Strict (``None``): it must equal the gold exactly (``0.5`` is
+    has at least this many significant digits and is correct to this many: within half a unit
+    of the gold's last such digit (``0.0833333333333333`` is ``\\frac{1}{12}``; ``0.1429`` is
+    not ``\\frac{1}{7}``, nor is the cut ``0.666666`` ``\\frac{2}{3}``). Strict (``None``): it must equal the gold exactly (``0.5`` is
     ``\\frac12``). A decimal gold is a rounded value either way: an exact prediction matches it
     when rounding or cutting the prediction to the gold's decimal places gives the gold (with
     ``None``, only an equal value).

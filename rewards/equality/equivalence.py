@@ -347,9 +347,10 @@ def _number_versus(number: tuple[Fraction, bool], other: str, text: str, is_pred
             exact = surd_value(*surd)
             agrees = decimal_agrees(text, exact, digits) if is_pred else decimal_matches(text, exact, digits)
             return agrees, "decimal_digits"
-    bracketed = other.startswith(("(", "[", "\\{")) and collection(other)[1] is not None
-    if parse_list(other) is not None or bracketed:
-        return False, None  # ("1,000.99m" is no list: a bare comma may be a thousands separator)
+    kind, items = collection(other)
+    bracketed = other.startswith(("(", "[", "\\{")) and items is not None
+    if parse_list(other) is not None or bracketed or (kind == "bare" and items and len(items) > 1):
+        return False, None  # ("1,000.99m" is a number: parse_number reads thousands separators)
     return None, None
 
 

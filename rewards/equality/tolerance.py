@@ -2,9 +2,10 @@
 
 * A decimal **prediction** of an exact gold (``decimal_agrees``): equal values always agree
   (``0.5`` is ``\\frac12``). With ``digits`` set, a decimal written with at least ``digits``
-  significant digits agrees when it and the gold, both rounded to ``digits`` significant
-  digits, are the same number (``0.142857`` and ``0.0833333333333333`` for ``\\frac17`` and
-  ``\\frac{1}{12}`` at 6 digits; ``0.1429`` has too few). With ``digits=None`` nothing but
+  significant digits agrees when it is within half a unit of the gold's ``digits``-th
+  significant digit, that is, correct to ``digits`` significant digits (``0.142857`` and
+  ``0.0833333333333333`` for ``\\frac17`` and ``\\frac{1}{12}`` at 6 digits; ``0.1429`` has too
+  few, ``0.666666`` is a cut, not a rounding, of ``\\frac23``). With ``digits=None`` nothing but
   equality agrees.
 * A decimal **gold** written with ``k`` digits after the point and at least
   ``MIN_SIGNIFICANT`` significant digits is an exact value rounded to ``k`` places
@@ -74,7 +75,8 @@ def decimal_agrees(text: str, value: Fraction, digits: int | None) -> bool:
     count = significant_digits(text)
     if digits is None or count is None or count < digits or value == 0:
         return False
-    return _round_significant(written, digits) == _round_significant(value, digits)
+    unit = Fraction(10) ** (_exponent(abs(value)) - digits + 1)
+    return abs(written - value) <= unit / 2
 
 
 def decimal_matches(text: str, value: Fraction, digits: int | None = 6) -> bool:
@@ -112,19 +114,6 @@ def _written(text: str) -> Fraction | None:
     sign, whole, frac = match.groups()
     value = Fraction(int((whole or "0") + frac), 10 ** len(frac))
     return -value if sign == "-" else value
-
-
-def _round_significant(value: Fraction, digits: int) -> Fraction:
-    """``value`` rounded (half away from zero) to ``digits`` significant digits."""
-    magnitude = abs(value)
-    exponent = _exponent(magnitude)
-    scale = Fraction(10) ** (digits - 1 - exponent)
-    scaled = magnitude * scale
-    whole = int(scaled)
-    if scaled - whole >= Fraction(1, 2):
-        whole += 1
-    rounded = Fraction(whole) / scale
-    return rounded if value > 0 else -rounded
 
 
 def _exponent(magnitude: Fraction) -> int:

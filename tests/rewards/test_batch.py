@@ -19,7 +19,9 @@ from verimath.rewards import (
     score_batch,
 )
 from verimath.rewards.batch import score_with_pool
+from verimath.rewards.equality.conventions import DEFAULT
 from verimath.rewards.equality.equivalence import fast_verdict
+from verimath.rewards.equality.numeric import numeric_verdict
 
 
 class RecordingPool:
@@ -81,7 +83,7 @@ def test_empty_batch():
 
 def test_only_unique_undecided_pairs_reach_the_pool():
     pool = RecordingPool()
-    undecided = "\\frac{\\sin x}{\\cos x}"  # trigonometry: only math-verify decides it
+    undecided = "\\frac{\\sin x}{|\\cos x|}"  # an absolute value: only math-verify decides it
     responses = ["Answer: x+1"] * 16 + [f"Answer: {undecided}"] * 8 + ["Answer: 3"] * 8 + ["none"] * 4
     golds = ["x+1"] * 36
     got = score_with_pool(pool, responses, golds)
@@ -90,8 +92,18 @@ def test_only_unique_undecided_pairs_reach_the_pool():
     assert len(sent) == len(set(sent)), "duplicates were sent to the pool"
     assert ("x+1", "x+1") not in sent
     assert all(fast_verdict(p, g) is None for p, g in sent), "decidable pairs were sent"
+    assert all(numeric_verdict(p, g, DEFAULT) is None for p, g in sent), "numeric pairs were sent"
     assert sent == [(undecided, "x+1")]
     assert got.correct.tolist() == [True] * 16 + [False] * 8 + [False] * 8 + [False] * 4
+
+
+def test_the_numeric_check_settles_expressions_in_the_caller():
+    pool = RecordingPool()
+    responses = ["Answer: \\frac{\\sin x}{\\cos x}", "Answer: \\sin 2x", "Answer: |x|"]
+    got = score_with_pool(pool, responses, ["\\tan x", "2\\sin x \\cos x", "x"])
+    assert got.rules == ["numeric", "numeric", "symbolic"]
+    assert got.correct.tolist()[:2] == [True, True]
+    assert [pair for call in pool.calls for pair in call] == [("|x|", "x")]
 
 
 def test_integer_and_string_modes_never_use_the_pool():
