@@ -66,3 +66,44 @@ word_lists = st.lists(word, min_size=0, max_size=40)
 generator_items = st.tuples(
     st.integers(0, 2**63 - 1), st.integers(0, 10**9), st.sampled_from([1, 2, 3, 4, 5])
 )
+
+
+# --- trainer: policy-loss batches -----------------------------------------------------------
+
+
+@st.composite
+def loss_batches(draw, max_b=5, max_t=7, per_token_adv=None):
+    """A float64 batch of ``dapo_policy_loss`` inputs: ``logp``, ``old_logp`` (token ratios
+    within about e^+-1.2), ``adv`` ``(B,)`` or ``(B, T)`` (0, or of size 1e-3..2) and a bool
+    ``mask``."""
+    import numpy as np
+    import torch
+    from hypothesis.extra import numpy as hnp
+
+    b, t = draw(st.integers(1, max_b)), draw(st.integers(1, max_t))
+    logp = draw(hnp.arrays(np.float64, (b, t), elements=st.floats(-6, -0.01)))
+    delta = draw(hnp.arrays(np.float64, (b, t), elements=st.floats(-1.2, 1.2)))
+    if per_token_adv is None:
+        per_token_adv = draw(st.booleans())
+    values = st.one_of(st.just(0.0), st.floats(1e-3, 2.0), st.floats(-2.0, -1e-3))
+    adv = draw(hnp.arrays(np.float64, (b, t) if per_token_adv else (b,), elements=values))
+    mask = draw(hnp.arrays(np.bool_, (b, t)))
+    return {"logp": torch.tensor(logp, dtype=torch.float64),
+            "old_logp": torch.tensor(logp - delta, dtype=torch.float64),
+            "adv": torch.tensor(adv, dtype=torch.float64), "mask": torch.tensor(mask)}
+
+
+@st.composite
+def log_ratio_batches(draw, max_b=5, max_t=7):
+    """``(old_logp, behaviour_logp, mask)`` float64 ``(B, T)`` for the rollout corrections:
+    per-token log-ratios in [-3, 3] (masked positions hold garbage, NaN included)."""
+    import numpy as np
+    import torch
+    from hypothesis.extra import numpy as hnp
+
+    b, t = draw(st.integers(1, max_b)), draw(st.integers(1, max_t))
+    old = draw(hnp.arrays(np.float64, (b, t), elements=st.floats(-6, 0)))
+    delta = draw(hnp.arrays(np.float64, (b, t), elements=st.floats(-3, 3)))
+    mask = draw(hnp.arrays(np.bool_, (b, t)))
+    behaviour = np.where(mask, old - delta, np.nan)
+    return torch.tensor(old), torch.tensor(behaviour), torch.tensor(mask)

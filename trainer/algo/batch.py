@@ -30,6 +30,7 @@ class TrainBatch:
     old_logp: torch.Tensor | None = None  # (N, S-1)
     ref_logp: torch.Tensor | None = None  # (N, S-1)
     behaviour_logp: torch.Tensor | None = None  # (N, S-1), from the rollout engine
+    is_weights: torch.Tensor | None = None  # (N, S-1), the rollout correction's weights
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from verimath.trainer.algo.batch import TrainBatch, forward_logprobs, trimmed
-from verimath.trainer.algo.loss import dapo_policy_loss, kl_penalty
+from verimath.trainer.algo.loss import dapo_policy_loss, kl_penalty, select_tokens
 from verimath.trainer.core.distributed import Comm
 
-TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "policy/approx_kl")
+TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "clip/frac_cov",
+                  "policy/approx_kl")
 SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy")
 """Update metrics that are each rank's share of a global value."""
 LOCAL = Comm()
@@ -69,25 +71,34 @@ class LossSettings:
     """A name of ``verimath.trainer.algo.loss.POLICY_LOSSES``."""
     horizon: int | None = None
     """The constant of the ``seq-mean-token-sum-norm`` aggregation (``max_new_tokens``)."""
-    rollout_is_cap: float = 0.0
-    """Truncated importance sampling against the rollout engine: each token's loss is
-    weighted by ``min(pi_old / pi_engine, cap)``; 0 disables it."""
+    options: Mapping[str, float] = field(default_factory=dict)
+    """The policy loss's own numbers (``AlgoConfig.loss_options``: the covariance selection's
+    ``cov_fraction``, ``cov_low``, ``cov_high``, and ``kl_cov_coef``)."""
+    seed: tuple[int, ...] = (0,)
+    """Entropy of the random draws of the step's updates (Clip-Cov's pick), with the update's
+    index: ``(optim.seed, step)``, so a resumed run draws the same."""
 
 
-def is_weights(batch: TrainBatch, rows, cols, cap: float) -> torch.Tensor | None:
-    """Truncated importance weights ``min(exp(old_logp - behaviour_logp), cap)`` ``(m, w-1)``
-    for rollouts sampled by an engine whose log-probs differ from the trainer's."""
-    if cap <= 0 or batch.behaviour_logp is None:
-        return None
-    log_w = batch.old_logp[rows, cols] - batch.behaviour_logp[rows, cols]
-    return torch.exp(log_w.clamp(max=float(np.log(cap))))
+def covariance_tokens(batch: TrainBatch, rows: torch.Tensor, settings: LossSettings,
+                      index: int) -> torch.Tensor | None:
+    """The covariance selection of a loss that needs one (``clip-cov``, ``kl-cov``), made
+    once over the mini-batch ``rows`` ``(n, S-1)`` from the log-probs the ratio is taken
+    against (no extra forward pass; every micro-batch split sees the same tokens; with
+    several ranks, over this rank's share); None for the other losses. ``index`` (the
+    update's number in the step) seeds Clip-Cov's random pick with ``settings.seed``."""
+    seed = np.random.SeedSequence([*settings.seed, index]).generate_state(1)[0]
+    generator = torch.Generator().manual_seed(int(seed))
+    return select_tokens(settings.policy_loss, batch.old_logp[rows], batch.adv[rows],
+                         batch.mask[rows], settings.options, generator=generator)
 
 
 def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: np.ndarray,
                          *, settings: LossSettings, micro_batch_size: int, grad_clip: float,
-                         comm: Comm = LOCAL) -> dict[str, float]:
+                         comm: Comm = LOCAL, index: int = 0) -> dict[str, float]:
     """One optimizer update on the sequences ``rows`` (gradient accumulation; with several
-    ranks, the token and sequence counts are those of all ranks together).
+    ranks, the token and sequence counts are those of all ranks together). Each token's loss
+    is weighted by ``batch.is_weights`` when set (the rollout correction); ``index`` numbers
+    the update within the step (it seeds the random draws of a loss that makes any).
 
     A non-finite gradient norm (a NaN or inf loss or gradient on any rank) skips the
     optimizer step (``optim/skipped`` is 1); the schedule still advances."""
@@ -99,6 +110,7 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
               "aggregation": settings.aggregation, "horizon": settings.horizon}
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
+    selected = covariance_tokens(batch, rows_all, settings, index)  # (n, S-1) or None
     with update_dropout(model):  # e.g. model.lora_dropout: in the update only
         for start in range(0, len(rows_all), micro_batch_size):
             rows = rows_all[start:start + micro_batch_size]
@@ -110,8 +122,11 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
             loss, metrics = dapo_policy_loss(
                 logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
                 eps_high=settings.eps_high, dual_clip=settings.dual_clip,
-                policy_loss=settings.policy_loss,
-                is_weights=is_weights(batch, rows, cols, settings.rollout_is_cap), **counts)
+                policy_loss=settings.policy_loss, options=settings.options,
+                selected=None if selected is None else
+                selected[start:start + micro_batch_size, cols],
+                is_weights=None if batch.is_weights is None else batch.is_weights[rows, cols],
+                **counts)
             if settings.kl_coef > 0:
                 kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, **counts)
                 loss = loss + settings.kl_coef * kl
@@ -121,7 +136,8 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
             _add(sums, "loss/policy", metrics["loss/policy"])
             n = metrics["policy/tokens"]
             for key in TOKEN_WEIGHTED:
-                _add(sums, key, metrics[key] * n / max(num_tokens, 1.0))
+                if key in metrics:  # clip/frac_cov: the covariance losses only
+                    _add(sums, key, metrics[key] * n / max(num_tokens, 1.0))
             _add(sums, "policy/entropy", float((entropy.detach() * m).sum()) / max(num_tokens, 1.0))
     if comm.enabled:  # each rank holds its share of every sum: add them up
         keys = [k for k in SUMMED if k in sums]  # the same keys on every rank

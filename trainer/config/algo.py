@@ -6,7 +6,19 @@ import math
 from dataclasses import dataclass
 
 from verimath.trainer.config.checks import require as _require
-from verimath.trainer.config.choices import AGGREGATION_NAMES, POLICY_LOSS_NAMES
+from verimath.trainer.config.choices import (
+    AGGREGATION_NAMES,
+    POLICY_LOSS_NAMES,
+    ROLLOUT_CORRECTION_NAMES,
+)
+
+DEFAULT_CORRECTION_CAP = 2.0
+"""The bound of a named ``algo.rollout_correction`` when ``algo.rollout_is_cap`` is 0 (verl's
+default ``rollout_is_threshold``)."""
+STALE_DEFAULT = ("token-truncate", DEFAULT_CORRECTION_CAP)
+"""The rollout correction of asynchronous runs that set none (``algo.rollout_correction`` and
+``algo.rollout_is_cap`` unset): measured against the alternatives in
+docs/experiments/2026-12-03-async-corrections.md."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +59,23 @@ class AlgoConfig:
     ``token_level_loss``."""
     policy_loss: str = "clip"
     """Name of the per-token policy loss: ``clip`` (PPO's clipped surrogate, with
-    clip-higher and the dual clip) or ``cispo`` (clipped importance weight, every token keeps
-    a gradient), or a registered one."""
+    clip-higher and the dual clip), ``cispo`` (clipped importance weight, every token keeps
+    a gradient), ``gspo`` (one length-normalized ratio per response, clipped per response;
+    Zheng et al. 2025), ``clip-cov`` or ``kl-cov`` (the clipped surrogate with the gradient of
+    a few high-covariance tokens stopped, or the unclipped one with a KL term on them; Cui et
+    al. 2025), or a registered one (``verimath.trainer.algo.loss``)."""
+    clip_cov_fraction: float = 2e-4
+    """``clip-cov``: share of the loss tokens whose gradient is stopped (at least one token
+    per update), drawn among those with a covariance in ``(clip_cov_low, clip_cov_high)``."""
+    clip_cov_low: float = 1.0
+    """``clip-cov``: lower bound of the covariance of a token that may be chosen."""
+    clip_cov_high: float = 5.0
+    """``clip-cov``: upper bound of the covariance of a token that may be chosen."""
+    kl_cov_fraction: float = 2e-4
+    """``kl-cov``: share of the loss tokens (the largest covariances, at least one per update)
+    that get the KL term."""
+    kl_cov_coef: float = 1.0
+    """``kl-cov``: coefficient of ``|log r|`` on the chosen tokens."""
     overlong_filtering: bool = True
     """Truncated responses get a zero loss mask."""
     ppo_epochs: int = 1
@@ -78,16 +105,29 @@ class AlgoConfig:
     """Coefficient of a KL penalty to the initial model; 0 (DAPO's default) keeps no
     reference model."""
     rollout_is_cap: float = 0.0
-    """Truncated importance sampling against the rollout engine: weight each token's loss by
-    ``min(pi_old / pi_engine, cap)``, correcting for an engine (vLLM) whose sampling
-    distribution differs slightly from the trainer's; 0 disables it (e.g. 2.0 when on)."""
-    proximal_clip: bool = False
+    """The bound ``C`` of the rollout correction. Without ``rollout_correction``: 0 leaves the
+    weights off and ``C > 0`` weights each token's loss by ``min(pi_old / pi_behaviour, C)``
+    (``token-truncate``), correcting for an engine (vLLM) whose sampling distribution differs
+    slightly from the trainer's, or for a group sampled by an older policy. With a named
+    ``rollout_correction``, 0 means 2.0."""
+    rollout_correction: str | None = None
+    """How each token's loss is weighted by ``rho = pi_old / pi_behaviour`` (the policy the
+    ratio is taken against over the one that sampled the token: the rollout engine, or an older
+    policy for a stale group): ``none``, ``token-truncate`` (``min(rho, C)``), ``token-mask``
+    (``rho``, 0 above ``C``), ``sequence-truncate`` / ``sequence-mask`` (the same on the product
+    of a response's ratios, for all its tokens), as TRL's ``vllm_importance_sampling_mode``;
+    ``verimath.trainer.algo.correction``. None (unset): ``token-truncate`` when
+    ``rollout_is_cap`` is set, else, in an asynchronous run with ``proximal_clip`` unset, the
+    measured default for stale groups (:data:`STALE_DEFAULT`, token-truncate at 2), else
+    none (the untruncated weights with ``proximal_clip=true``)."""
+    proximal_clip: bool | None = None
     """For groups sampled by an older policy (``rollout.async_steps``, the surplus): take the
     clip range around the policy at the start of the step (one more forward pass) instead of
     around the sampling policy, and weight each token by ``pi_step_start / pi_sampler``
-    (truncated at ``rollout_is_cap`` when that is set), the decoupled PPO objective (Hilton
-    et al. 2021; AReaL). A stale group's first update is then not clipped for the drift it
-    had no part in. On-policy groups train exactly as without it."""
+    through the rollout correction, the decoupled PPO objective (Hilton et al. 2021; AReaL).
+    A stale group's first update is then not clipped for the drift it had no part in.
+    On-policy groups train exactly as without it. None (unset): on in asynchronous runs
+    (``rollout.async_steps >= 1``), off in synchronous ones."""
 
     def __post_init__(self) -> None:
         _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")
@@ -131,19 +171,56 @@ class AlgoConfig:
                  f"got {self.policy_loss!r}")
         _require(self.dual_clip is None or self.policy_loss == "clip",
                  "algo.dual_clip applies to algo.policy_loss=clip only; set it to null")
+        self._check_losses_and_corrections()
+
+    def _check_losses_and_corrections(self) -> None:
+        """The settings of the covariance losses and of the rollout correction."""
+        for name in ("clip_cov_fraction", "kl_cov_fraction"):
+            value = getattr(self, name)
+            _require(0 < value <= 1, f"algo.{name} must be in (0, 1] (a share of the loss "
+                                     f"tokens, e.g. 2e-4), got {value}")
+        _require(self.clip_cov_low < self.clip_cov_high,
+                 f"algo.clip_cov_low ({self.clip_cov_low}) must be below algo.clip_cov_high "
+                 f"({self.clip_cov_high}): they bound the covariance of the tokens Clip-Cov "
+                 "may choose (1 and 5 by default)")
+        _require(self.kl_cov_coef >= 0, f"algo.kl_cov_coef must be >= 0, got {self.kl_cov_coef}")
+        _require(self.rollout_correction is None
+                 or self.rollout_correction in ROLLOUT_CORRECTION_NAMES,
+                 f"algo.rollout_correction must be null or one of "
+                 f"{', '.join(ROLLOUT_CORRECTION_NAMES)}, got {self.rollout_correction!r}")
 
     @property
     def clip_range(self) -> tuple[float, float]:
         """``(eps_low, eps_high)`` actually used by the loss."""
         return self.eps_low, (self.eps_high if self.clip_higher else self.eps_low)
 
+    def uses_proximal(self, async_steps: int) -> bool:
+        """Whether stale groups take their ratio against the policy at the start of the step
+        (``proximal_clip``; unset: in asynchronous runs)."""
+        return self.proximal_clip if self.proximal_clip is not None else async_steps >= 1
+
+    def correction(self, async_steps: int) -> tuple[str, float]:
+        """The rollout correction actually used, ``(mode, C)`` (``C`` may be inf): see
+        ``rollout_correction``."""
+        if self.rollout_correction is not None:
+            return self.rollout_correction, self.rollout_is_cap or DEFAULT_CORRECTION_CAP
+        if self.rollout_is_cap > 0:
+            return "token-truncate", self.rollout_is_cap
+        if self.proximal_clip is None and async_steps >= 1:
+            return STALE_DEFAULT
+        if self.proximal_clip:
+            return "token-truncate", math.inf  # the decoupled objective, untruncated
+        return "none", math.inf
+
     @property
-    def importance_cap(self) -> float:
-        """Truncation of the loss's importance weights: ``rollout_is_cap``; with
-        ``proximal_clip`` and no cap, none (inf); 0 leaves the weights off."""
-        if self.rollout_is_cap == 0 and self.proximal_clip:
-            return math.inf
-        return self.rollout_is_cap
+    def loss_options(self) -> dict[str, float]:
+        """The numbers of ``policy_loss`` beyond the clip range (for ``LossSettings``)."""
+        if self.policy_loss == "clip-cov":
+            return {"cov_fraction": self.clip_cov_fraction, "cov_low": self.clip_cov_low,
+                    "cov_high": self.clip_cov_high}
+        if self.policy_loss == "kl-cov":
+            return {"cov_fraction": self.kl_cov_fraction, "kl_cov_coef": self.kl_cov_coef}
+        return {}
 
     @property
     def aggregation(self) -> str:

@@ -1,15 +1,20 @@
 """The names a setting may take, in a module that imports nothing.
 
 The config's checks read these, so that validating a config imports no implementation (no
-torch, no engine). The policy losses and the loss aggregations are registries in
-``verimath.trainer.algo``: ``register_policy_loss`` and ``register_aggregation`` add a new
-name here as well as to their registry, and a test keeps each list equal to its registry.
+torch, no engine). The policy losses, the loss aggregations and the rollout corrections are
+registries in ``verimath.trainer.algo``: ``register_policy_loss``, ``register_aggregation`` and
+``register_rollout_correction`` add a new name here as well as to their registry, and a test
+keeps each list equal to its registry.
 """
 
 from __future__ import annotations
 
-POLICY_LOSS_NAMES: list[str] = ["clip", "cispo"]
+POLICY_LOSS_NAMES: list[str] = ["clip", "cispo", "gspo", "clip-cov", "kl-cov"]
 """``algo.policy_loss``: the keys of ``verimath.trainer.algo.loss.POLICY_LOSSES``."""
+ROLLOUT_CORRECTION_NAMES: list[str] = ["none", "token-truncate", "token-mask", "sequence-truncate",
+                                       "sequence-mask"]
+"""``algo.rollout_correction``: the keys of
+``verimath.trainer.algo.correction.ROLLOUT_CORRECTIONS``."""
 AGGREGATION_NAMES: list[str] = ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 """``algo.loss_aggregation``: the keys of ``verimath.trainer.algo.aggregation.AGGREGATIONS``."""
 SCHEDULES = ("constant", "cosine", "linear")

@@ -33,9 +33,11 @@ With ``rollout.async_steps >= 1`` the episode source is
 process that samples the next steps while this one updates, every group tagged with the
 policy version that sampled it (``Group.step``) and holding that policy's log-probs, so its
 ratio is taken against them as for a surplus group; ``start_step``, ``after_collection`` and
-``step_metrics`` are the source's hooks (no-ops in one process). ``algo.proximal_clip``
-instead takes the ratio of such groups against the policy at the start of the step and
-weights their tokens by that policy over the sampler (``batch.use_proximal_policy``).
+``step_metrics`` are the source's hooks (no-ops in one process). ``algo.proximal_clip`` (on by
+default in asynchronous runs: ``AlgoConfig.uses_proximal``) instead takes the ratio of such
+groups against the policy at the start of the step (``batch.use_proximal_policy``), and the
+rollout correction (``AlgoConfig.correction``, ``correction.rollout_weights``) weights every
+token by that policy over the one that sampled it (the engine, or the older policy).
 
 With several ranks (``verimath.trainer.core.distributed``) each rank runs this same function on
 its share of the prompts; the collectives are inside dynamic sampling, the update's token
@@ -61,6 +63,7 @@ from verimath.trainer.algo.batch import (
     use_proximal_policy,
     use_sampling_policy,
 )
+from verimath.trainer.algo.correction import rollout_weights
 from verimath.trainer.algo.dynamic_sampling import SamplingStats, collect_informative, fresh_groups
 from verimath.trainer.algo.loss import k3_estimate, overlong_filter_mask
 from verimath.trainer.algo.update import LossSettings, mean_metrics, update_on_mini_batch
@@ -98,10 +101,11 @@ def rl_step(state: TrainState) -> dict[str, float]:
         batch = pack_batch(padded, adv, pad_id=state.pad_id, device=state.device)
         batch.mask = overlong_filter_mask(batch.mask, batch.truncated,  # DAPO 4: filtering
                                           enabled=algo.overlong_filtering)
-        forward = algo.proximal_clip or not _all_stored(padded, comm)
+        proximal = algo.uses_proximal(cfg.rollout.async_steps)
+        forward = proximal or not _all_stored(padded, comm)
         batch.old_logp = (sequence_logprobs(state.model, batch, **fwd) if forward else
                           torch.zeros_like(batch.mask))  # pi_old, (N, S-1)
-        if algo.proximal_clip:  # clip around pi_old, weight by pi_old / pi_sampler
+        if proximal:  # clip around pi_old, weight by pi_old / pi_sampler
             use_proximal_policy(batch, padded, batch.old_logp)
         else:
             use_sampling_policy(batch, padded)  # a group from an earlier step: its sampler
@@ -110,20 +114,26 @@ def rl_step(state: TrainState) -> dict[str, float]:
         if state.ref_model is not None:  # optional KL: the model RL started from
             batch.ref_logp = sequence_logprobs(state.ref_model, batch, **fwd)
         extra.update(engine_mismatch(batch, comm))  # engine vs trainer log-probs, all ranks
+        mode, cap = algo.correction(cfg.rollout.async_steps)
+        if mode != "none" and batch.behaviour_logp is not None:  # weights pi_old / pi_sampler
+            batch.is_weights, weighed = rollout_weights(batch.old_logp, batch.behaviour_logp,
+                                                        batch.mask, mode=mode, cap=cap)
+            extra.update(weighed)
         eps_low, eps_high = algo.clip_range
         settings = LossSettings(
             eps_low=eps_low, eps_high=eps_high,  # DAPO 1: clip_higher, in algo.clip_range
             aggregation=algo.aggregation,  # DAPO 3: token_level_loss, in algo.aggregation
             dual_clip=algo.dual_clip, kl_coef=algo.kl_coef, policy_loss=algo.policy_loss,
             temperature=cfg.rollout.temperature, chunk_size=algo.logprob_chunk_size,
-            horizon=cfg.rollout.max_new_tokens, rollout_is_cap=algo.importance_cap)
+            horizon=cfg.rollout.max_new_tokens, options=algo.loss_options,
+            seed=(cfg.optim.seed, state.step))
         parts = -(-sampling.kept_groups // algo.mini_batch_prompts)  # updates per epoch
         for _ in range(algo.ppo_epochs):
             for rows in mini_batches(batch.group, parts, rng, by=algo.mini_batch_by):
                 updates.append(update_on_mini_batch(
                     state.model, state.optimizer, state.scheduler, batch, rows, comm=comm,
                     settings=settings, micro_batch_size=algo.micro_batch_size,
-                    grad_clip=cfg.optim.grad_clip))
+                    grad_clip=cfg.optim.grad_clip, index=len(updates)))
         for update in updates:  # a NaN/inf gradient skipped the update: count them in a row
             state.skipped_in_a_row = state.skipped_in_a_row + 1 if update["optim/skipped"] else 0
         push = state.engine.sync_weights(state.model)  # the next rollouts sample the new policy

@@ -73,12 +73,12 @@ def _setup(seed):
     return model, batch
 
 
-def _one_update(model, batch, micro, aggregation, chunk_size=0):
+def _one_update(model, batch, micro, aggregation, chunk_size=0, **loss):
     model = copy.deepcopy(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     settings_ = LossSettings(eps_low=0.2, eps_high=0.28, dual_clip=None, aggregation=aggregation,
-                             kl_coef=0.0, temperature=1.0, chunk_size=chunk_size)
+                             kl_coef=0.0, temperature=1.0, chunk_size=chunk_size, **loss)
     metrics = update_on_mini_batch(model, optimizer, scheduler, batch, np.arange(len(batch)),
                                    settings=settings_, micro_batch_size=micro, grad_clip=0.0)
     return model, metrics
@@ -96,6 +96,31 @@ def test_micro_batch_size_does_not_change_the_update(seed, micro, aggregation):
     assert m_whole["loss/policy"] == pytest.approx(m_split["loss/policy"], abs=1e-6)
     assert m_whole["optim/grad_norm"] == pytest.approx(m_split["optim/grad_norm"], rel=1e-4)
     assert m_whole["compute/trained_tokens"] == float(batch.mask.sum())
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 1000), micro=st.integers(1, 7),
+       loss=st.sampled_from([("gspo", {}), ("clip-cov", {"cov_fraction": 0.2}),
+                             ("kl-cov", {"cov_fraction": 0.2, "kl_cov_coef": 0.5})]),
+       mode=st.sampled_from(["token-mask", "sequence-truncate"]))
+def test_new_losses_and_rollout_weights_do_not_depend_on_the_micro_batch_size(seed, micro,
+                                                                              loss, mode):
+    from verimath.trainer.algo.correction import rollout_weights
+
+    model, batch = _setup(seed)
+    behaviour = batch.old_logp + 0.3 * torch.randn_like(batch.old_logp)
+    batch.is_weights, _ = rollout_weights(batch.old_logp, behaviour, batch.mask, mode=mode,
+                                          cap=1.5)
+    name, options = loss
+    kw = {"policy_loss": name, "options": options, "seed": (seed, 1)}
+    whole, m_whole = _one_update(model, batch, len(batch), "token-mean", **kw)
+    split, m_split = _one_update(model, batch, micro, "token-mean", **kw)
+    for p, q in zip(whole.parameters(), split.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5)
+    assert m_whole["loss/policy"] == pytest.approx(m_split["loss/policy"], abs=1e-6)
+    if name != "gspo":  # the same tokens were selected, however the rows were split
+        assert m_whole["clip/frac_cov"] == pytest.approx(m_split["clip/frac_cov"], abs=1e-9)
+        assert m_whole["clip/frac_cov"] > 0
 
 
 def test_sequence_logprobs_do_not_depend_on_micro_batch_size():

@@ -1,7 +1,8 @@
 """``algo.proximal_clip``, the decoupled objective: the ratio of a group sampled by an older
 policy is taken against the policy at the start of the step, and each token is weighted by
-``pi_step_start / pi_sampler`` (truncated at ``algo.rollout_is_cap``). On-policy groups train
-exactly as without it."""
+``pi_step_start / pi_sampler`` through the rollout correction (truncated at
+``algo.rollout_is_cap``). On-policy groups train exactly as without it. Which policy the ratio
+and the weights use, per setting and mode (asynchronous runs default to it)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verimath.trainer.algo.batch import pack_batch, use_proximal_policy
+from verimath.trainer.algo.correction import rollout_weights
 from verimath.trainer.algo.loss import dapo_policy_loss
-from verimath.trainer.algo.update import is_weights
+from verimath.trainer.config import AlgoConfig
 from verimath.trainer.core.groups import Group
 
 
@@ -49,9 +51,9 @@ def test_each_token_is_weighted_by_the_step_start_over_its_sampler(seed, stored,
         for j, r in enumerate(rows):
             want = proximal[r][m[r]] if sampler is None else torch.tensor(sampler[j])
             torch.testing.assert_close(batch.behaviour_logp[r][m[r]], want.float())
-    cap = cap or math.inf  # the step's setting when proximal_clip is on and no cap is set
-    rows, cols = torch.arange(len(batch)), slice(0, batch.mask.shape[1])
-    w = is_weights(batch, rows, cols, cap)
+    mode, cap = AlgoConfig(proximal_clip=True, rollout_is_cap=cap).correction(0)
+    assert mode == "token-truncate" and cap == (cap or math.inf)  # untruncated when unset
+    w, _ = rollout_weights(batch.old_logp, batch.behaviour_logp, batch.mask, mode=mode, cap=cap)
     expected = torch.exp(proximal - batch.behaviour_logp).clamp(max=cap)
     torch.testing.assert_close(w[m], expected[m])
     assert (w[m] <= cap + 1e-6).all() and (w[m] > 0).all()
@@ -73,3 +75,27 @@ def test_a_stale_token_by_hand():
     assert decoupled.item() == pytest.approx(-math.exp(0.6), rel=1e-6)
     decoupled.backward()
     assert logp.grad.item() == pytest.approx(-math.exp(0.6), rel=1e-6)  # d(-w r)/d logp
+
+
+@pytest.mark.parametrize(("settings", "async_steps", "want"), [
+    ({}, 0, (False, "none")),  # synchronous: as before
+    ({}, 1, (True, "token-truncate", 2.0)),  # asynchronous: the measured default
+    ({"proximal_clip": False}, 1, (False, "none")),  # the sampler, as before the default
+    ({"proximal_clip": True}, 0, (True, "token-truncate", math.inf)),  # decoupled, untruncated
+    ({"rollout_is_cap": 3.0}, 0, (False, "token-truncate", 3.0)),  # an old engine config
+    ({"rollout_correction": "sequence-mask"}, 1, (True, "sequence-mask", 2.0)),
+    ({"rollout_correction": "token-mask", "rollout_is_cap": 4.0, "proximal_clip": False}, 2,
+     (False, "token-mask", 4.0)),
+    ({"rollout_correction": "none"}, 1, (True, "none")),  # recompute only: no weight
+])
+def test_which_policy_and_weights_each_setting_gives(settings, async_steps, want):
+    algo = AlgoConfig(**settings)
+    mode, cap = algo.correction(async_steps)
+    assert algo.uses_proximal(async_steps) == want[0] and mode == want[1]
+    if len(want) == 3:
+        assert cap == want[2]
+
+
+def test_a_bad_correction_names_the_setting():
+    with pytest.raises(ValueError, match="algo.rollout_correction.*token-truncate"):
+        AlgoConfig(rollout_correction="token_truncate")
