@@ -15,7 +15,8 @@ STEP_MODULES = {
         "rollout", "warmstart")),
     "verimath.trainer.algo",
     *(f"verimath.trainer.algo.{m}" for m in (
-        "advantages", "aggregation", "batch", "dynamic_sampling", "loss", "update")),
+        "advantages", "aggregation", "batch", "correction", "dynamic_sampling", "loss",
+        "update")),
     "verimath.trainer.core",
     *(f"verimath.trainer.core.{m}" for m in (
         "distributed", "groups", "logprobs", "protocols", "state")),
