@@ -45,6 +45,8 @@ class Round:
     """Generator seconds spent on it (sampling, scoring, log-probs)."""
     idle: float = 0.0
     """Generator seconds spent waiting for a message before it (for weights or work)."""
+    cpu: float = 0.0
+    """CPU seconds of the generator process on it (its own threads; scoring workers apart)."""
 
     @classmethod
     def from_message(cls, d: dict) -> Round:
@@ -54,7 +56,8 @@ class Round:
         correct = np.asarray(d["correct"], dtype=bool).reshape(len(groups), -1)
         return cls(request=int(d["request"]), version=int(d["version"]), groups=groups,
                    correct=correct, stats=RoundStats(**d["stats"]),
-                   seconds=float(d.get("seconds", 0.0)), idle=float(d.get("idle", 0.0)))
+                   seconds=float(d.get("seconds", 0.0)), idle=float(d.get("idle", 0.0)),
+                   cpu=float(d.get("cpu", 0.0)))
 
     def to_dict(self) -> dict:
         return {"request": self.request, "version": self.version,

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import pickle
 import time
 from collections import deque
@@ -68,6 +69,7 @@ from verimath.trainer.core.groups import Group, RoundStats
 from verimath.trainer.rollout.async_link import GeneratorFailed, GeneratorLink, Round
 from verimath.trainer.rollout.async_worker import WorkerSpec, start_worker
 from verimath.trainer.rollout.factory import async_worker_options
+from verimath.trainer.rollout.placement import no_free_core
 
 __all__ = ["AsyncEpisodeSource", "GeneratorFailed", "Round", "check_async", "make_async_source"]
 
@@ -113,7 +115,11 @@ class AsyncEpisodeSource:
         self._last_stream: dict | None = None
         self.received_groups = 0
         self.rounds_per_step = 1
+        self.on_cpu = (worker or {}).get("device", "cpu") == "cpu"
+        self.generator_work = [0.0, 0.0]  # CPU and wall seconds of the rounds, scoring apart
+        self.said_no_free_core = False
         self._reset_step_metrics()
+        self._check_free_core()
 
     # --- the EpisodeSource interface ---------------------------------------------------
 
@@ -178,6 +184,7 @@ class AsyncEpisodeSource:
                "async/stale_dropped": dropped,
                "async/wait_rollouts": m["wait_rollouts"],
                "async/wait_weights": m["idle"], "async/generator_busy": m["busy"],
+               "async/generator_cpu_share": m["cpu"] / m["wall"] if m["wall"] else 0.0,
                "async/rounds": m["rounds"],
                "async/lookahead": float(self._usable_ahead())}
         self._reset_step_metrics()
@@ -238,7 +245,20 @@ class AsyncEpisodeSource:
 
     def _reset_step_metrics(self) -> None:
         self.metrics = dict.fromkeys(("stale_dropped", "wait_rollouts", "idle", "busy",
-                                      "rounds"), 0.0)
+                                      "rounds", "cpu", "wall"), 0.0)
+
+    def _check_free_core(self) -> None:
+        """Say once when a CPU generator has no core of its own (``placement.no_free_core``):
+        generating beside the update cannot make the steps faster then."""
+        if self.said_no_free_core or not self.on_cpu:
+            return
+        why = no_free_core(usable_cpus=len(os.sched_getaffinity(0)),
+                           cpu_seconds=self.generator_work[0],
+                           wall_seconds=self.generator_work[1], load=os.getloadavg()[0])
+        if why is not None:
+            self.said_no_free_core = True
+            self.echo(f"asynchronous rollouts: {why}, so asynchronous generation cannot help "
+                      f"here; rollout.async_steps=0 trains the same steps in one process")
 
     def _stop_if_any_generator_failed(self) -> None:
         """Several ranks: raise GeneratorFailed on every rank when the generator of any rank
@@ -299,7 +319,12 @@ class AsyncEpisodeSource:
         self.metrics["idle"] += rnd.idle
         self.received_groups += len(rnd.groups)
         self.metrics["busy"] += rnd.seconds
+        wall = max(rnd.seconds - rnd.stats.seconds_score, 0.0)  # the pool scores apart
+        for i, value in enumerate((rnd.cpu, wall)):
+            self.generator_work[i] += value
+            self.metrics[("cpu", "wall")[i]] += value
         self.waiting.append(rnd)
+        self._check_free_core()
 
     def _receive(self, kind: str) -> dict:
         """The next message (which must be ``kind``), checking that the generator lives."""

@@ -11,7 +11,8 @@ weights). It answers the trainer's messages strictly in the order they were sent
   state dict, or None when the weights did not change) and call them ``version`` (vLLM: the
   push of the synchronous path, ``sync_weights``, one parameter at a time);
 - ``("generate", request, num_prompts, version)``: one scored round with the weights it
-  holds, which must be ``version``; the groups carry the log-probs of that policy
+  holds, which must be ``version`` (with its wall and CPU seconds: how much of a core the
+  process got while it worked); the groups carry the log-probs of that policy
   (``old_logprobs``), so the trainer can take their ratio against it later: the HF copy's
   forward pass, or vLLM's own sampling log-probs (``processed_logprobs``, the distribution it
   sampled from);
@@ -320,7 +321,7 @@ def _answer(inbox, sender: Sender, spec: WorkerSpec, generator, source) -> None:
                                    f"generator holds {version}: the messages are out of order")
             if spec.fail_after is not None and rounds >= spec.fail_after:
                 raise RuntimeError(f"test failure after {rounds} rounds (fail_after)")
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             groups, correct = source.next_round(0, num_prompts)
             generator.keep_policy(groups)
             stats = dataclasses.asdict(source.pop_stats())
@@ -328,8 +329,8 @@ def _answer(inbox, sender: Sender, spec: WorkerSpec, generator, source) -> None:
                 "request": request, "version": version,
                 "groups": [g.to_dict() for g in groups],
                 "correct": np.asarray(correct, dtype=bool).tolist(), "stats": stats,
-                "seconds": time.perf_counter() - t1, "idle": idle,
-                "stream": _stream(source)}))
+                "seconds": time.perf_counter() - t1, "cpu": time.process_time() - c1,
+                "idle": idle, "stream": _stream(source)}))
             rounds, idle = rounds + 1, 0.0
         else:
             raise RuntimeError(f"unknown message {kind!r}")

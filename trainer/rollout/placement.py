@@ -16,6 +16,12 @@ The generator process sees only its GPU (``CUDA_VISIBLE_DEVICES`` set before it 
 torch, mapped through the trainer's own ``CUDA_VISIBLE_DEVICES``), so inside it that GPU is
 ``cuda:0``. Everything here is pure: the GPU count and the visible-devices string are
 arguments, so the rules are tested without a GPU.
+
+On the CPU the generator needs a core of its own to overlap with the update.
+:func:`no_free_core` says when it has none: the process may use a single core
+(``os.sched_getaffinity``), or, measured, it got less than :data:`FREE_CORE_SHARE` of a core
+while it generated (its CPU seconds over its wall seconds, scoring apart) because other work
+keeps every core busy. Then generating beside the update cannot make a step faster.
 """
 
 from __future__ import annotations
@@ -24,9 +30,15 @@ from dataclasses import dataclass
 
 from verimath.trainer.config.rollout import parse_device
 
-__all__ = ["MODES", "Placement", "async_placement", "check_async_device"]
+__all__ = ["FREE_CORE_SHARE", "MODES", "Placement", "async_placement", "check_async_device",
+           "no_free_core"]
 
 MODES = ("cpu", "colocated", "split")
+FREE_CORE_SHARE = 0.5
+"""A CPU generator that got less than this share of a core while it generated had no core of
+its own."""
+MEASURED_SECONDS = 3.0
+"""Generator wall seconds measured before its share of a core is judged."""
 
 
 @dataclass(frozen=True)
@@ -92,3 +104,23 @@ def _physical(index: int, visible: str | None) -> str:
     if index >= len(entries):
         raise ValueError(f"GPU {index} is not among CUDA_VISIBLE_DEVICES={visible}")
     return entries[index]
+
+
+def no_free_core(*, usable_cpus: int, cpu_seconds: float, wall_seconds: float,
+                 load: float) -> str | None:
+    """Why a CPU generator process cannot run beside the update here (a sentence), or None.
+
+    ``usable_cpus``: the cores this process may use (``len(os.sched_getaffinity(0))``);
+    ``cpu_seconds`` and ``wall_seconds``: what the generator spent on the rounds measured so
+    far (scoring apart; ``wall_seconds`` 0 before any); ``load``: the 1-minute load average,
+    reported beside the measurement."""
+    if usable_cpus < 2:
+        return (f"this process may use {usable_cpus} CPU core (os.sched_getaffinity), so the "
+                "generator and the trainer take turns on it")
+    if wall_seconds < MEASURED_SECONDS:
+        return None
+    share = cpu_seconds / wall_seconds
+    if share >= FREE_CORE_SHARE:
+        return None
+    return (f"the generator process got {share:.0%} of a core while it generated (load "
+            f"average {load:.1f} on {usable_cpus} usable cores): no core is free for it")

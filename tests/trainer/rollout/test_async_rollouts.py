@@ -93,6 +93,9 @@ def test_one_step_off_logs_versions_and_waits_and_leaves_no_process(tmp_path):
         assert m["async/staleness_max"] == m["async/version"] - m["async/oldest_version"]
         assert m["async/wait_rollouts"] >= 0 and m["async/wait_weights"] >= 0
     assert records[2]["async/staleness_max"] >= 1  # step 2 starts on a round of version 0
+    # stale groups are corrected by default: ratio against the step start, truncated weights
+    assert 0 < records[2]["rollout/is_weight_mean"] <= 2.0
+    assert 0 <= records[2]["async/generator_cpu_share"]
 
 
 def test_a_resumed_async_run_is_bit_identical(tmp_path):

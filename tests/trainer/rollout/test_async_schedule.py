@@ -25,7 +25,8 @@ class ThreadWorker:
     """A generator in a thread: answers ``generate`` with ``n`` groups named after the
     request, tagged with the weights version it holds; records every version it sampled."""
 
-    def __init__(self, fail_at: int | None = None) -> None:
+    def __init__(self, fail_at: int | None = None, work: tuple[float, float] = (0.0, 0.0)
+                 ) -> None:
         their_in, my_out = os.pipe()
         my_in, their_out = os.pipe()
         self.inbox, self.outbox = Connection(my_in, writable=False), Connection(my_out,
@@ -34,6 +35,7 @@ class ThreadWorker:
                                                                         readable=False)
         self.sampled: list[int] = []
         self.fail_at, self.alive = fail_at, True
+        self.work = work  # (CPU, wall) seconds each round reports
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
         self.pid, self.exitcode = os.getpid(), None
@@ -66,7 +68,9 @@ class ThreadWorker:
                     break
                 assert wanted == version
                 self.sampled.append(version)
-                outbox.send(("round", _round(request, n, version)))
+                cpu, wall = self.work
+                outbox.send(("round", {**_round(request, n, version), "cpu": cpu,
+                                       "seconds": wall}))
         self.alive = False
 
 
@@ -84,13 +88,14 @@ class Tokenizer:
     pad_token_id = 0
 
 
-def _source(monkeypatch, k: int, worker: ThreadWorker) -> AsyncEpisodeSource:
+def _source(monkeypatch, k: int, worker: ThreadWorker, echo=lambda _: None
+            ) -> AsyncEpisodeSource:
     monkeypatch.setattr(async_source, "start_worker", lambda: worker)
     monkeypatch.setattr(async_source, "WorkerSpec", lambda **kw: "spec")
     monkeypatch.setattr(torch, "save", lambda obj, f: f.write(b"x"))
     return AsyncEpisodeSource(model=torch.nn.Linear(1, 1), tokenizer=Tokenizer(),
                               source={"num_problems": 3}, async_steps=k, forward={}, seed=0,
-                              batch_size=1, echo=lambda _: None)
+                              batch_size=1, echo=echo)
 
 
 @given(k=st.integers(1, 3), rounds=st.lists(st.integers(0, 3), min_size=1, max_size=8))
@@ -223,3 +228,35 @@ def test_settings_async_rollouts_cannot_run_with_are_refused_by_name():
     check_async(load_config("tiny", ["rollout.async_steps=1"]))  # one process, full model
     check_async(load_config("tiny", ["rollout.async_steps=1"]), TwoRanks())  # a generator each
     check_async(load_config("tiny", ["model.lora_rank=4"]), TwoRanks())  # synchronous: fine
+
+
+@pytest.mark.parametrize(("cores", "work", "said"), [
+    ({0, 1}, (0.9, 1.0), False),  # a core of its own: nothing to say
+    ({0, 1}, (0.3, 1.0), True),  # 30% of a core while generating: every core is busy
+    ({0}, (1.0, 1.0), True),  # one usable core: said at once
+])
+def test_the_run_says_once_when_the_generator_has_no_free_core(monkeypatch, cores, work, said):
+    lines = []
+    monkeypatch.setattr(async_source.os, "sched_getaffinity", lambda pid: cores)
+    source = _source(monkeypatch, 1, ThreadWorker(work=work), echo=lines.append)
+    for step in range(4):  # 4 rounds of 1 s: enough to judge
+        source.start_step(step, source.policy)
+        source.next_round(0)
+        source.after_collection()
+        metrics = source.step_metrics([])
+    source.close()
+    assert len(lines) == (1 if said else 0)
+    if said:
+        assert "cannot help here" in lines[0] and "rollout.async_steps=0" in lines[0]
+    if len(cores) > 1:
+        assert metrics["async/generator_cpu_share"] == pytest.approx(work[0] / work[1])
+
+
+def test_no_free_core_by_hand():
+    from verimath.trainer.rollout.placement import no_free_core
+
+    assert "1 CPU core" in no_free_core(usable_cpus=1, cpu_seconds=0, wall_seconds=0, load=0)
+    assert no_free_core(usable_cpus=2, cpu_seconds=0.1, wall_seconds=1.0, load=3) is None  # 1 s
+    why = no_free_core(usable_cpus=2, cpu_seconds=1.5, wall_seconds=5.0, load=3.2)
+    assert why.startswith("the generator process got 30% of a core") and "load average 3.2" in why
+    assert no_free_core(usable_cpus=2, cpu_seconds=2.5, wall_seconds=5.0, load=3.2) is None
