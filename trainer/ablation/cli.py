@@ -3,6 +3,7 @@
     verimath ablate                                     # cumulative family, seeds 0,1,2
     verimath ablate --family all --workers 2 --output ablations/all
     verimath ablate --family add-one --seeds 0,1 optim.steps=20     # overrides for every run
+    verimath ablate --family losses --only dapo,dapo-with-gspo   # DAPO against GSPO's loss
 
 Each variant (:mod:`verimath.trainer.ablation.variants`) runs once per seed as its own
 ``verimath train`` process (``optim.seed`` and ``data.seed`` = the seed), ``--workers`` at a
@@ -36,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", choices=FAMILY_CHOICES, default="cumulative",
                         help="cumulative: the paper's path GRPO -> DAPO; leave-one-out: DAPO "
                              "minus each control; add-one: GRPO plus each control; all: the "
-                             "three, each variant once (default: cumulative)")
+                             "three, each variant once; losses: DAPO with each policy loss "
+                             "(algo.policy_loss: cispo, gspo, clip-cov, kl-cov) (default: "
+                             "cumulative)")
     parser.add_argument("--only", default=None, metavar="NAMES",
                         help="run only these variants of the family, by directory name "
                              "(e.g. grpo,dapo)")

@@ -9,12 +9,17 @@ families that reach the same set share one variant (and one set of runs). Famili
   on top of the previous ones in :data:`CONTROLS` order, ending at DAPO;
 - ``leave-one-out``: DAPO, then DAPO with one control switched off, for each control;
 - ``add-one``: GRPO, then GRPO with one control switched on, for each control;
-- ``all``: the three together, each variant once (14 variants).
+- ``all``: the three together, each variant once (14 variants);
+- ``losses``: DAPO, then DAPO with each other registered policy loss in place of the clipped
+  surrogate (``algo.policy_loss``: CISPO, GSPO, Clip-Cov, KL-Cov; named ``dapo-with-<loss>``
+  and compared with DAPO seed by seed). Not part of ``all``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from verimath.trainer.config.choices import POLICY_LOSS_NAMES
 
 
 @dataclass(frozen=True)
@@ -34,16 +39,20 @@ CONTROLS = (  # the paper's cumulative order
     Control("dyn-sampling", "algo.dynamic_sampling", "dynamic sampling"),
 )
 FAMILIES = ("cumulative", "leave-one-out", "add-one")
-FAMILY_CHOICES = (*FAMILIES, "all")
+FAMILY_CHOICES = (*FAMILIES, "all", "losses")
+LOSS_LABELS = {"cispo": "CISPO", "gspo": "GSPO", "clip-cov": "Clip-Cov", "kl-cov": "KL-Cov"}
+"""Table labels of the policy losses (a registered loss without one shows its name)."""
 
 
 @dataclass(frozen=True)
 class Variant:
-    """A set of switched-on controls (by slug, in :data:`CONTROLS` order) and the families
-    that asked for it."""
+    """A set of switched-on controls (by slug, in :data:`CONTROLS` order), the policy loss,
+    and the families that asked for it."""
 
     on: tuple[str, ...]
     families: tuple[str, ...] = ()
+    loss: str = "clip"
+    """``algo.policy_loss``; ``clip`` (the default) is DAPO's clipped surrogate."""
 
     @property
     def off(self) -> tuple[str, ...]:
@@ -52,7 +61,12 @@ class Variant:
     @property
     def name(self) -> str:
         """Directory name: ``grpo``, ``dapo``, ``grpo+clip-higher``, ``dapo-token-loss``,
-        ``grpo+filter+clip-higher`` (fewer switches on than off: listed as added to GRPO)."""
+        ``grpo+filter+clip-higher`` (fewer switches on than off: listed as added to GRPO),
+        then ``-with-<loss>`` for a policy loss other than ``clip`` (``dapo-with-gspo``)."""
+        return self._controls_name + ("" if self.loss == "clip" else f"-with-{self.loss}")
+
+    @property
+    def _controls_name(self) -> str:
         if not self.on:
             return "grpo"
         if not self.off:
@@ -63,7 +77,14 @@ class Variant:
 
     @property
     def label(self) -> str:
-        """Table label: ``GRPO``, ``DAPO``, ``DAPO - clip-higher``, ``GRPO + ... + ...``."""
+        """Table label: ``GRPO``, ``DAPO``, ``DAPO - clip-higher``, ``GRPO + ... + ...``, and
+        ``, <loss> loss`` for a policy loss other than ``clip`` (``DAPO, GSPO loss``)."""
+        if self.loss == "clip":
+            return self._controls_label
+        return f"{self._controls_label}, {LOSS_LABELS.get(self.loss, self.loss)} loss"
+
+    @property
+    def _controls_label(self) -> str:
         labels = {c.slug: c.label for c in CONTROLS}
         if not self.on:
             return "GRPO"
@@ -75,8 +96,9 @@ class Variant:
 
     def overrides(self) -> list[str]:
         """``key=true|false`` for every control (all five, so that the preset's own values
-        never leak into a variant)."""
-        return [f"{c.key}={'true' if c.slug in self.on else 'false'}" for c in CONTROLS]
+        never leak into a variant), and ``algo.policy_loss`` when it is not ``clip``."""
+        out = [f"{c.key}={'true' if c.slug in self.on else 'false'}" for c in CONTROLS]
+        return out + ([] if self.loss == "clip" else [f"algo.policy_loss={self.loss}"])
 
 
 def family_variants(family: str) -> list[tuple[str, ...]]:
@@ -91,9 +113,19 @@ def family_variants(family: str) -> list[tuple[str, ...]]:
     raise ValueError(f"--family must be one of {', '.join(FAMILY_CHOICES)}, got {family!r}")
 
 
+def loss_variants() -> list[Variant]:
+    """The ``losses`` family: DAPO (its reference), then DAPO with each other registered
+    policy loss."""
+    dapo = tuple(c.slug for c in CONTROLS)
+    return [Variant(dapo, ("cumulative", "leave-one-out", "losses"))] + [
+        Variant(dapo, ("losses",), loss) for loss in POLICY_LOSS_NAMES if loss != "clip"]
+
+
 def select_variants(family: str) -> list[Variant]:
     """The variants of ``family`` (or of ``all``), each switched-on set once, with every
     family it belongs to; order: first appearance (cumulative, leave-one-out, add-one)."""
+    if family == "losses":
+        return loss_variants()
     names = FAMILIES if family == "all" else (family,)
     if family != "all" and family not in FAMILIES:
         raise ValueError(f"--family must be one of {', '.join(FAMILY_CHOICES)}, got {family!r}")

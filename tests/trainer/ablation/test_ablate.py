@@ -243,3 +243,20 @@ def test_paired_changes_remove_the_warm_starts_spread():
     table = markdown_table(rows, 100.0, k=4, steps=2)
     assert "| GRPO | 3 | " in table and "reference" in table
     assert "+10.0 (+10.0 to +10.0) vs GRPO" in table and "-5.0 (-5.0 to -5.0) vs DAPO" in table
+
+
+def test_the_losses_family_sets_each_policy_loss_beside_dapo():
+    from verimath.trainer.ablation.report import reference_of
+    from verimath.trainer.config.choices import POLICY_LOSS_NAMES
+
+    losses = select_variants("losses")
+    assert [v.name for v in losses] == ["dapo", "dapo-with-cispo", "dapo-with-gspo",
+                                        "dapo-with-clip-cov", "dapo-with-kl-cov"]
+    assert {v.loss for v in losses} == set(POLICY_LOSS_NAMES)
+    assert all(reference_of(v.name) == "dapo" for v in losses[1:])  # paired with DAPO
+    assert losses[2].label == "DAPO, GSPO loss"
+    for variant in losses:
+        config = load_config("tiny", variant.overrides())
+        assert config.algo.policy_loss == variant.loss and config.algo.dynamic_sampling
+    assert "losses" not in {f for v in select_variants("all") for f in v.families}
+    assert all(v.loss == "clip" for v in select_variants("all"))  # the other families stay
