@@ -144,6 +144,8 @@ def score_with_pool(
     """``score_batch`` on a given pool (``score_batch(..., pool=pool)`` calls this)."""
     golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout)
     conventions = as_conventions(conventions)
+    if mode == "symbolic" and hasattr(pool, "start"):
+        pool.start()  # the pool's processes warm up while this process extracts and decides
     found = [extract_with_path(text, style=style) for text in responses]
     extracted = [answer for answer, _ in found]
     verdicts = _unique_verdicts(pool, extracted, golds, mode=mode, timeout=timeout,

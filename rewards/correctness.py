@@ -40,7 +40,9 @@ def is_equivalent(
     then to math-verify in the scoring pool, which kills the
     verification after ``timeout`` seconds of wall-clock time and counts it as ``False``
     (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
-    never call math-verify. Gold is the reference: ``verify(gold, pred)``, not symmetric.
+    never call math-verify. The first call in mode ``"symbolic"`` launches the pool's
+    processes in the background (``ScoringPool.start``) and returns as soon as its own pair
+    is decided: a pair decided in this process does not wait for them. Gold is the reference: ``verify(gold, pred)``, not symmetric.
     ``conventions`` (``Conventions``, ``"default"`` or ``"strict"``; see
     ``verimath.rewards.equality.conventions``) settles what graders differ on: a value
     against ``name = value``, a relation's right side, decimals against exact golds, the
@@ -71,6 +73,8 @@ def _verdict(pred: str | None, gold: str, mode: str, timeout: float, conventions
     check_timeout(timeout)
     if not isinstance(gold, str):
         raise TypeError(f"gold must be a str, got {type(gold).__name__}: {gold!r}")
+    if mode == "symbolic":
+        default_pool().start()  # a head start for the pool, in the background
     if pred is None:
         return False
     verdict = fast_verdict(pred, gold, mode=mode, conventions=conventions)

@@ -64,7 +64,7 @@ _GREEK = frozenset((
 ))
 _SKIP = re.compile(r"\\(?:left|right|displaystyle|[bB]igg?[lr]?)(?![A-Za-z])|\\[,;:! ]|~")
 _TOKEN = re.compile(r"\\[A-Za-z]+|[0-9]+|[A-Za-z]|[-+*/^_{}()\[\]]|.", re.DOTALL)
-_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|[0-9]\s+[A-Za-z]")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|(?<![\^0-9])[0-9]+\s+[A-Za-z]")
 _FRACS = frozenset(("\\frac", "\\dfrac", "\\tfrac", "\\cfrac"))
 _STOPS = frozenset(("", "+", "-", ")", "}", "]"))
 

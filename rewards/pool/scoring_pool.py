@@ -124,7 +124,7 @@ class PoolProcesses:
             if self.closed:
                 raise RuntimeError("this ScoringPool is closed")
             if self.zygote is None or self.zygote.poll() is not None:
-                self._start_zygote()
+                self.start_zygote()
             try:
                 self.control.sendall(SPAWN + bytes(8))
                 msg, fds, _, _ = socket.recv_fds(self.control, 8, 1)
@@ -136,7 +136,8 @@ class PoolProcesses:
                 raise RuntimeError("the scoring pool's zygote process died while starting a worker")
             return Worker(int.from_bytes(msg, "little"), Connection(fds[0]))
 
-    def _start_zygote(self) -> None:
+    def start_zygote(self) -> None:
+        """Launch the zygote process (the caller holds ``spawn_lock``)."""
         if self.control is not None:
             self.control.close()
         ours, theirs = socket.socketpair()
@@ -184,7 +185,8 @@ class ScoringPool:
             deterministic verdict function.
 
     Use as a context manager or call ``close()`` (idempotent); both end every process.
-    Workers start lazily, on the first item that needs one.
+    Workers start lazily, on the first item that needs one; ``start()`` launches the zygote
+    ahead of that, in the background (the verdict functions do so on their first call).
     """
 
     def __init__(
@@ -231,6 +233,17 @@ class ScoringPool:
     def close(self) -> None:
         """Kill every worker and the zygote. Safe to call twice; later calls to verify raise."""
         self._finalizer()
+
+    def start(self) -> None:
+        """Start the zygote now, without waiting for it: it imports math-verify and warms up
+        in the background (seconds), so that the first item that needs a worker waits less.
+        Idempotent; ``verify`` starts it anyway when it was not started."""
+        state = self._state
+        if state.closed or os.getpid() != self._pid:
+            return
+        with state.spawn_lock:
+            if not state.closed and (state.zygote is None or state.zygote.poll() is not None):
+                state.start_zygote()
 
     def __enter__(self) -> ScoringPool:
         return self

@@ -52,8 +52,11 @@ def resolve_verdict(path: str = ""):
 def zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> None:
     """Body of the zygote process: warm up, then serve spawn and kill requests on control.
 
-    The zygote reaps its own children (the container's PID 1 may not) and, when the pool
-    closes, kills and reaps every worker it still has before exiting.
+    Requests are served as soon as the imports are done, between warm-up pairs too, so that
+    the first worker of a fresh pool does not wait for the whole warm-up (it is forked from
+    a partly warm zygote); workers forked after the warm-up share its heap copy-on-write. The
+    zygote reaps its own children (the container's PID 1 may not) and, when the pool closes,
+    kills and reaps every worker it still has before exiting.
     """
     import gc
     import logging
@@ -62,31 +65,52 @@ def zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> Non
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # we bound time ourselves
     control = socket.socket(fileno=control_fd)
     verdict = resolve_verdict(verdict_path)
+    children: set[int] = set()
+    open_ = True
     for pred, gold in WARM_UP:
-        try:  # first calls build parser tables and caches; do it once, before any fork
+        open_ = _serve_pending(control, children, verdict, memory_limit_mb)
+        if not open_:
+            break
+        try:  # first calls build parser tables and caches; do it once, before most forks
             verdict(pred, gold)
         except Exception:  # noqa: S110 - warm-up only
             pass
-    gc.collect()
-    gc.freeze()  # keep the warmed-up heap shared copy-on-write with the workers
-    children: set[int] = set()
-    while True:
-        message = _recv_exact(control, 9)
-        command, pid = message[:1], int.from_bytes(message[1:], "little")
-        if command == KILL:  # unreaped, so a pid in children is surely still ours
-            if pid in children:
-                os.kill(pid, signal.SIGKILL)
-                _reap({pid}, block=True)
-                children.discard(pid)
-            continue
-        if command != SPAWN:  # EOF: the pool closed or its process died
-            break
-        _reap(children, block=False)
-        children.add(_fork_worker(control, verdict, memory_limit_mb))
+    if open_:
+        gc.collect()
+        gc.freeze()  # keep the warmed-up heap shared copy-on-write with the workers
+    while open_:
+        open_ = _serve_one(control, children, verdict, memory_limit_mb)
     for pid in children:
         os.kill(pid, signal.SIGKILL)
     _reap(children, block=True)
     os._exit(0)
+
+
+def _serve_pending(control: socket.socket, children: set[int], verdict, memory_limit_mb: int) -> bool:
+    """Serve the requests already waiting on control; False once the pool has closed."""
+    import select
+
+    while select.select([control], [], [], 0)[0]:
+        if not _serve_one(control, children, verdict, memory_limit_mb):
+            return False
+    return True
+
+
+def _serve_one(control: socket.socket, children: set[int], verdict, memory_limit_mb: int) -> bool:
+    """Wait for one request and serve it; False on EOF (the pool closed or its process died)."""
+    message = _recv_exact(control, 9)
+    command, pid = message[:1], int.from_bytes(message[1:], "little")
+    if command == KILL:  # unreaped, so a pid in children is surely still ours
+        if pid in children:
+            os.kill(pid, signal.SIGKILL)
+            _reap({pid}, block=True)
+            children.discard(pid)
+        return True
+    if command != SPAWN:
+        return False
+    _reap(children, block=False)
+    children.add(_fork_worker(control, verdict, memory_limit_mb))
+    return True
 
 
 def _fork_worker(control: socket.socket, verdict, memory_limit_mb: int) -> int:

@@ -99,10 +99,11 @@ def test_only_unique_undecided_pairs_reach_the_pool():
 
 def test_the_numeric_check_settles_expressions_in_the_caller():
     pool = RecordingPool()
-    responses = ["Answer: \\frac{\\sin x}{\\cos x}", "Answer: \\sin 2x", "Answer: |x|"]
-    got = score_with_pool(pool, responses, ["\\tan x", "2\\sin x \\cos x", "x"])
-    assert got.rules == ["numeric", "numeric", "symbolic"]
-    assert got.correct.tolist()[:2] == [True, True]
+    responses = ["Answer: \\frac{\\sin x}{\\cos x}", "Answer: \\sin 2x", "Answer: \\sin^2 x + \\cos^2 x",
+                 "Answer: |x|"]
+    got = score_with_pool(pool, responses, ["\\tan x", "2\\sin x \\cos x", "1", "x"])
+    assert got.rules == ["numeric", "numeric", "numeric", "symbolic"]
+    assert got.correct.tolist()[:3] == [True, True, True]
     assert [pair for call in pool.calls for pair in call] == [("|x|", "x")]
 
 
