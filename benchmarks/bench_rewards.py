@@ -4,6 +4,8 @@
     python benchmarks/bench_rewards.py --quick    # 64 problems x 16 samples
     python benchmarks/bench_rewards.py --cas-percent 0    # no rational functions
     python benchmarks/bench_rewards.py --radical          # 5% that only math-verify decides
+    python benchmarks/bench_rewards.py --first-call 40 --worst-case   # latency (see Part 3)
+    python benchmarks/bench_rewards.py --quick --load "busy: yes pinned to CPU 0" --out r.json
 
 Part 1 scores model-like responses (reasoning prose, then an ``Answer: $...$`` line or a
 ``\\boxed{}``; correct answers, equivalent spellings, wrong answers, missing answers and a
@@ -20,16 +22,34 @@ everything else in the caller, exactly (plain rational functions too).
 
 Part 2 times the overlong penalty on 1M lengths: numba vs numpy vs a Python loop.
 
-Targets: score_batch >= 20x the loop with the same verdicts; numba >= numpy speed. The
-flexible extraction style (for evaluation) is timed too, on the same responses.
+Part 3 (``--first-call N``, ``--worst-case``) measures latency on the labelled tables of
+``bench_accuracy.py``: the first verdict of a fresh process (``python -c``: import
+``verimath.rewards``, one ``is_equivalent``), for N pairs drawn with a fixed seed, half among
+those the calling process decides (fast path and numeric check) and half among those that
+need the scoring pool; and, with a warm pool, the time of every pool-bound pair of the tables
+one at a time (cache off), the slowest of which is the measured worst symbolic case (the
+bound is the ``timeout``, after which the pool kills the worker).
+
+Targets: score_batch >= 20x the loop with the same verdicts; numba >= numpy speed; the first
+verdict of a process within 0.5 s when the calling process decides it. The flexible
+extraction style (for evaluation) is timed too, on the same responses. ``--load`` labels the
+run (say what else ran: "idle", "busy: yes > /dev/null pinned to CPU 0"); ``--out`` writes
+the figures as JSON with versions and load averages.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import logging
+import os
+import random
+import subprocess
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -158,7 +178,7 @@ def timed_score_batch(responses, golds, timeout: float, style: str = "auto"):
 
 
 def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_percent: float,
-                  radical: bool = False) -> None:
+                  radical: bool = False) -> dict:
     responses, golds, kinds = make_dataset(problems, samples, seed, cas_percent, radical)
     n = len(responses)
     clean = [i for i in range(n) if kinds[i] != "pathological"]
@@ -178,6 +198,9 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
     print(f"   parse+verify loop:        {loop_s:7.2f} s all ({n / loop_s:,.0f}/s), "
           f"{loop_clean_s:.2f} s without pathological; {sum(loop_to)} timeouts")
     print(f"   speed ratio: {loop_s / batch_s:.1f}x all, {loop_clean_s / clean_s:.1f}x without pathological")
+    figures = {"responses": n, "workers": workers, "score_batch_s": batch_s,
+               "score_batch_clean_s": clean_s, "loop_s": loop_s, "loop_clean_s": loop_clean_s,
+               "ratio_all": loop_s / batch_s, "ratio_clean": loop_clean_s / clean_s}
     flex, flex_s, _ = timed_score_batch(responses, golds, timeout, style="flexible")
     print(f"   score_batch, flexible style: {flex_s:.2f} s ({loop_s / flex_s:.1f}x the loop); "
           f"same verdicts as auto on {int((flex.correct == scores.correct).sum())}/{n}")
@@ -185,11 +208,14 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
     same = {i for i in agree if loop[i] == bool(scores.correct[i])}
     print(f"   verdict agreement (loop not timed out): {len(same)}/{len(agree)} "
           f"= {100 * len(same) / max(len(agree), 1):.2f}%")
+    figures.update(flexible_s=flex_s, ratio_flexible=loop_s / flex_s,
+                   agreement=len(same) / max(len(agree), 1))
     differ = Counter((kinds[i], loop[i], bool(scores.correct[i])) for i in agree if i not in same)
     for (kind, lv, bv), count in differ.most_common(8):
         i = next(j for j in agree if (kinds[j], loop[j], bool(scores.correct[j])) == (kind, lv, bv))
         print(f"     {count:5d} x {kind:12s} loop={lv!s:5s} batch={bv!s:5s} e.g. gold {golds[i]!r}, "
               f"extracted {scores.extracted[i]!r}")
+    return figures
 
 
 def print_breakdown(responses, golds) -> None:
@@ -241,6 +267,93 @@ def bench_overlong(n: int, seed: int) -> None:
     print(f"   python {1e3 * t_loop:8.2f} ms   (numba is {t_loop / t_numba:.0f}x faster)")
 
 
+_FIRST_CALL = (
+    "import json, sys, time; t0 = time.perf_counter(); "
+    "from verimath.rewards import is_equivalent; t1 = time.perf_counter(); "
+    "v = is_equivalent(sys.argv[1], sys.argv[2]); t2 = time.perf_counter(); "
+    "print(json.dumps([t1 - t0, t2 - t1, v]))"
+)
+
+
+def table_pairs() -> list[tuple[str, str]]:
+    """(prediction, gold) pairs of the labelled tables (``bench_accuracy.py``)."""
+    path = Path(__file__).resolve().parent / "bench_accuracy.py"
+    spec = importlib.util.spec_from_file_location("bench_accuracy", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from verimath.rewards import extract_answer
+
+    pairs = set()
+    for row in [r for t in bench.TABLES for r in bench.load_cases(t)] + bench.golden_cases():
+        pred = row["text"] if row["input"] == "pred" else extract_answer(row["text"], style="flexible")
+        if pred is not None:
+            pairs.add((pred, row["gold"]))
+    return sorted(pairs)
+
+
+def split_by_path(pairs):
+    """``(decided in the caller, needing the pool)``: the fast path and numeric check decide."""
+    from verimath.rewards.equality.conventions import DEFAULT
+    from verimath.rewards.equality.equivalence import fast_verdict
+    from verimath.rewards.equality.numeric import numeric_verdict
+    from verimath.rewards.extraction.final_answer import answer_core
+
+    local, pooled = [], []
+    for pred, gold in pairs:
+        core = answer_core(pred)
+        decided = fast_verdict(core, gold) is not None or numeric_verdict(core, gold, DEFAULT) is not None
+        (local if decided else pooled).append((pred, gold))
+    return local, pooled
+
+
+def bench_first_call(count: int, seed: int) -> dict:
+    """The first verdict of fresh processes, for pairs decided in the caller and in the pool."""
+    local, pooled = split_by_path(table_pairs())
+    rng = random.Random(seed)
+    out = {}
+    print(f"== first verdict of a fresh process ({len(local)} table pairs decided in the caller, "
+          f"{len(pooled)} needing the pool; {count // 2} of each drawn)")
+    for name, pool in (("caller", local), ("pool", pooled)):
+        times = []
+        for pred, gold in rng.sample(pool, min(count // 2, len(pool))):
+            done = subprocess.run([sys.executable, "-c", _FIRST_CALL, pred, gold], capture_output=True,
+                                  text=True, timeout=120, check=True)
+            imported, verdict, _ = json.loads(done.stdout.strip().splitlines()[-1])
+            times.append((imported + verdict, imported, verdict))
+        totals = sorted(t[0] for t in times)
+        share = sum(t <= 0.5 for t in totals) / len(totals)
+        out[name] = {"pairs": len(totals), "median_s": totals[len(totals) // 2], "max_s": totals[-1],
+                     "median_import_s": sorted(t[1] for t in times)[len(times) // 2],
+                     "within_0_5_s": share}
+        print(f"   decided in the {name:6s}: import + first verdict median {out[name]['median_s']:.2f} s, "
+              f"max {totals[-1]:.2f} s (import alone median {out[name]['median_import_s']:.2f} s); "
+              f"{100 * share:.0f}% within 0.5 s")
+    return out
+
+
+def bench_worst_case(timeout: float) -> dict:
+    """Every pool-bound table pair timed alone on a warm pool (no cache): the slowest cases."""
+    from verimath.rewards import ScoringPool
+
+    _, pooled = split_by_path(table_pairs())
+    times = []
+    with ScoringPool(1, cache_size=0) as pool:
+        pool.verify([("x+1", "1+x")], timeout=30)
+        for pred, gold in pooled:
+            t0 = time.perf_counter()
+            (_, late), = pool.verify([(pred, gold)], timeout=timeout)
+            times.append((time.perf_counter() - t0, late, pred, gold))
+    times.sort(reverse=True)
+    print(f"== slowest symbolic verdicts, {len(times)} pool-bound table pairs one at a time "
+          f"(warm pool, timeout {timeout} s)")
+    for seconds, late, pred, gold in times[:5]:
+        print(f"   {seconds:6.2f} s{' (timed out)' if late else ''}  {pred[:50]!r} vs {gold[:40]!r}")
+    ordered = sorted(t[0] for t in times)
+    return {"pairs": len(times), "max_s": ordered[-1], "p99_s": ordered[int(0.99 * (len(ordered) - 1))],
+            "median_s": ordered[len(ordered) // 2], "timed_out": sum(t[1] for t in times),
+            "bound_s": timeout}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64 problems instead of 512")
@@ -251,11 +364,32 @@ def main() -> None:
                              "math-verify decides them (the CAS-bound case)")
     parser.add_argument("--cas-percent", type=float, default=5.0,
                         help="share of problems whose answers only a CAS decides (default 5)")
+    parser.add_argument("--first-call", type=int, default=0, metavar="N",
+                        help="time the first verdict of N fresh processes (Part 3)")
+    parser.add_argument("--worst-case", action="store_true",
+                        help="time every pool-bound table pair alone on a warm pool (Part 3)")
+    parser.add_argument("--skip-scoring", action="store_true", help="Part 3 only")
+    parser.add_argument("--load", default="", help="what else ran on the machine, for the record")
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    bench_overlong(1_000_000, args.seed)
-    bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed, args.cas_percent,
-                  args.radical)
+    figures: dict = {"load": args.load, "loadavg_start": os.getloadavg(), "cpus": os.cpu_count()}
+    if not args.skip_scoring:
+        bench_overlong(1_000_000, args.seed)
+        figures["scoring"] = bench_scoring(64 if args.quick else 512, 16, args.timeout, args.seed,
+                                           args.cas_percent, args.radical)
+    if args.first_call:
+        figures["first_call"] = bench_first_call(args.first_call, args.seed)
+    if args.worst_case:
+        figures["worst_case"] = bench_worst_case(5.0)
+    figures["loadavg_end"] = os.getloadavg()
+    if args.out is not None:
+        from importlib.metadata import version
+
+        figures["versions"] = {name: version(name) for name in ("math-verify", "sympy")}
+        figures["date"] = time.strftime("%Y-%m-%d %H:%M")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ Where each reward came from: ``BatchScores.paths`` and ``.rules`` per item, and
 for a trainer to log every step; ``explain(response, gold)`` for one verdict in full.
 """
 
-from verimath.rewards.adapters import compute_score, compute_score_batch, make_trl_reward
-from verimath.rewards.batch import BatchScores, score_batch
+import importlib
+
 from verimath.rewards.correctness import correctness_reward, is_equivalent, score
 from verimath.rewards.equality.conventions import STRICT as STRICT_CONVENTIONS
 from verimath.rewards.equality.conventions import Conventions
@@ -38,7 +38,28 @@ from verimath.rewards.explain import Explanation, explain
 from verimath.rewards.extraction.final_answer import extract_answer, extract_with_path
 from verimath.rewards.moved_modules import alias_moved_modules
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
-from verimath.rewards.shaping.overlong import overlong_penalty
+
+# Batch scoring, the overlong penalty and the trainer adapters need numpy (and numba): they
+# load on first use, so that ``from verimath.rewards import is_equivalent`` stays light and a
+# process's first verdict is not held up by imports it does not need.
+_LAZY = {
+    "BatchScores": "verimath.rewards.batch", "score_batch": "verimath.rewards.batch",
+    "overlong_penalty": "verimath.rewards.shaping.overlong",
+    "compute_score": "verimath.rewards.adapters", "compute_score_batch": "verimath.rewards.adapters",
+    "make_trl_reward": "verimath.rewards.adapters",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "STRICT_CONVENTIONS",
