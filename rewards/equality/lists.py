@@ -3,8 +3,9 @@
 Pure functions on normalized answers (``equivalence.normalize_answer``); items are compared
 by a function the caller passes (the fast path itself), so this module imports nothing of
 the package. Ordered or not is decided by the gold: a gold set ``\\{a, b\\}`` or bare list
-``a, b`` matches a bare list or set of the same items in any order; a gold tuple ``(a, b)``
-matches a bare ``a, b`` in that order; matrices (``pmatrix``, after ``notation`` aligned
+``a, b`` matches a bare list or set of the same items in any order (a bare gold list keeps its
+order under the ``ordered_lists`` convention); a gold tuple ``(a, b)`` matches a bare ``a, b``
+in that order; matrices (``pmatrix``, after ``notation`` aligned
 them) match cell by cell when their shapes agree.
 """
 

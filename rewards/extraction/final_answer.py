@@ -14,8 +14,8 @@ Styles (``extract_answer(text, style=...)``):
     of that line (or the next non-blank line when the colon ends its line; when that line is
     just a display-math opener, ``$$`` or ``\\[``, the block up to its closer). If that text holds
     a ``\\boxed{...}``, the box content is the answer (an empty box: an empty answer). Then
-    ``$``, ``\\(``/``\\)``, ``\\[``/``\\]``, Markdown ``**`` and a trailing period are stripped,
-    with surrounding whitespace. An empty answer counts as none and the previous ``Answer:``
+    the delimiters around it are stripped (``text.delimiters``: ``$``, ``\\(``/``\\)``, ``\\[``/``\\]``,
+    ``**``, a trailing period or comma, whitespace). An empty answer counts as none and the previous ``Answer:``
     is tried (at most the last 256 marks are). Nothing else is cut: ``Answer: 15 (the sum)``
     gives ``15 (the sum)``, which the DAPO format does not allow and which is then scored
     as incorrect (``style="flexible"`` reads ``15`` from it).
