@@ -14,7 +14,7 @@ compares their values in the reals, as the pool's probe (``probe``) does after m
   the next sign, bracket or function (``\\sin 2x`` is ``\\sin(2x)``, ``\\sin x \\cos x`` a
   product, as math-verify reads them); anything the grammar would read in a way math-verify
   might not (``\\sin x \\cdot y``, ``a/b \\cdot c``), decimals (rounding is a convention of its
-  own), ``i``, absolute values, floors, factorials, relations, lists and every other command
+  own), ``i`` beside other letters, absolute values, floors, factorials, relations, lists and every other command
   make the text unreadable here, and so do two letters side by side (``ab`` may be a word,
   ``cm`` a unit) and a letter after a number and a space (``18 apples``, ``5 m``): the pool
   decides those.
@@ -23,7 +23,9 @@ compares their values in the reals, as the pool's probe (``probe``) does after m
   a logarithm of a non-positive number) is skipped. Every function of the grammar is
   analytic where it is defined, so sides that agree at ``MIN_POINTS`` or more points agree on
   the whole common domain they were sampled from: equal; one point where they differ beyond
-  doubt: unequal. Constants are compared at 50 digits.
+  doubt: unequal. Constants are compared at 50 digits; when ``i`` is the only letter (besides
+  Euler's ``e``) it is the imaginary unit, as in the probe, and constants are complex
+  (``(1+i)^2`` is ``2i``, ``e^{i\\pi}`` is ``-1``).
 
 The check costs milliseconds and imports no sympy, which keeps the first verdict of a process
 fast (the pool's workers start only for what this cannot read). It decides only where its
@@ -86,7 +88,9 @@ def numeric_verdict(pred: str, gold: str, conventions: Conventions) -> bool | No
     reading = read_pair(pred, gold, conventions)
     if reading.verdict is not None or reading.relations:
         return None
-    a, b = parse_expression(reading.pred), parse_expression(reading.gold)
+    imaginary = _only_letter_i(reading.pred, reading.gold)
+    a = parse_expression(reading.pred, imaginary=imaginary)
+    b = parse_expression(reading.gold, imaginary=imaginary)
     if a is None or b is None:
         return None
     try:
@@ -95,12 +99,22 @@ def numeric_verdict(pred: str, gold: str, conventions: Conventions) -> bool | No
         return None
 
 
-def parse_expression(text: str):
-    """The expression tree of ``text`` (nested tuples), or None outside the grammar."""
+def _only_letter_i(*texts: str) -> bool:
+    """Whether ``i`` is the one letter outside commands on the two sides, Euler's ``e`` aside
+    (then it is the imaginary unit, as the probe reads it)."""
+    letters = set()
+    for text in texts:
+        letters |= set(re.findall(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", " ", text)))
+    return "i" in letters and letters <= {"i", "e"}
+
+
+def parse_expression(text: str, *, imaginary: bool = False):
+    """The expression tree of ``text`` (nested tuples), or None outside the grammar;
+    ``imaginary``: the letter ``i`` is the imaginary unit."""
     text = _SKIP.sub(" ", text).strip()
     if not text or len(text) > MAX_CHARS or _WORD.search(re.sub(r"\\[A-Za-z]+|_\{[^{}]*\}", "#", text)):
         return None  # words and units ("18 apples", "5 cm"), and "ab": the pool's call
-    parser = _Parser([tok for tok in _TOKEN.findall(text) if not tok.isspace()])
+    parser = _Parser([tok for tok in _TOKEN.findall(text) if not tok.isspace()], imaginary)
     try:
         tree = parser.expression()
         if parser.i != len(parser.tokens) or parser.nodes > MAX_NODES:
@@ -115,8 +129,8 @@ class _Parser:
     ``("neg", t)``, ``("add", t, t)``, ``("mul", t, t)``, ``("div", t, t)``,
     ``("pow", t, t)``, ``("root", t, n)``, ``("call", name, t)``, ``("logb", base, t)``."""
 
-    def __init__(self, tokens: list[str]):
-        self.tokens, self.i, self.nodes = tokens, 0, 0
+    def __init__(self, tokens: list[str], imaginary: bool = False):
+        self.tokens, self.i, self.nodes, self.imaginary = tokens, 0, 0, imaginary
 
     def peek(self, ahead: int = 0) -> str:
         j = self.i + ahead
@@ -226,6 +240,8 @@ class _Parser:
         self.i += 1
         if tok == "e" and self.peek() != "_":
             return self.node("const", "e")
+        if tok == "i" and self.imaginary and self.peek() != "_":
+            return self.node("const", "i")
         if tok in ("i", "I", "E"):
             raise _Unreadable  # the imaginary unit, or a constant: the pool's call
         return self.node("var", tok + self.subscript())
@@ -323,7 +339,7 @@ def _compare(a, b) -> bool | None:
         return None
     if not names:
         with mpmath.workdps(_CONSTANT_DIGITS):
-            x, y = _value(a, {}), _value(b, {})
+            x, y = _value(a, {}, complex_ok=True), _value(b, {}, complex_ok=True)
             if x is None or y is None:
                 return None
             scale = max(1, abs(x), abs(y))
@@ -365,17 +381,52 @@ def _variables(tree) -> set[str]:
     return found
 
 
-def _value(tree, point):
-    """The real value of ``tree`` at ``point``; None outside the reals or the domain."""
+def _value(tree, point, *, complex_ok: bool = False):
+    """The real value of ``tree`` at ``point``, None outside the reals or the domain;
+    ``complex_ok`` (constants with the imaginary unit): a complex value, principal branches."""
     import mpmath
 
     try:
+        if complex_ok and _has_unit(tree):
+            value = _evaluate_complex(tree, mpmath)
+            return value if mpmath.isfinite(value) else None
         value = _evaluate(tree, point, mpmath)
     except (ZeroDivisionError, ValueError, OverflowError, _Unreadable):
         return None
     if value is None or isinstance(value, mpmath.mpc) or not mpmath.isfinite(value):
         return None
     return value
+
+
+def _has_unit(tree) -> bool:
+    if tree == ("const", "i"):
+        return True
+    return any(isinstance(part, tuple) and _has_unit(part) for part in tree[1:])
+
+
+def _evaluate_complex(tree, mp):
+    """A constant with the imaginary unit: sums, products, quotients, integer powers, ``e^z``,
+    ``\\sin``, ``\\cos`` and ``\\exp``; anything else is unreadable here."""
+    kind = tree[0]
+    if kind == "num":
+        return mp.mpc(tree[1])
+    if kind == "const":
+        return {"i": mp.mpc(0, 1), "pi": mp.mpc(mp.pi), "e": mp.mpc(mp.e)}[tree[1]]
+    if kind == "neg":
+        return -_evaluate_complex(tree[1], mp)
+    if kind in ("add", "mul", "div"):
+        x, y = _evaluate_complex(tree[1], mp), _evaluate_complex(tree[2], mp)
+        return x + y if kind == "add" else x * y if kind == "mul" else x / y
+    if kind == "pow":
+        exponent = _evaluate_complex(tree[2], mp)
+        if tree[1] == ("const", "e"):
+            return mp.exp(exponent)
+        if exponent.imag or exponent.real != int(exponent.real) or abs(exponent.real) > 10**4:
+            raise _Unreadable
+        return _evaluate_complex(tree[1], mp) ** int(exponent.real)
+    if kind == "call" and tree[1] in ("exp", "sin", "cos"):
+        return getattr(mp, tree[1])(_evaluate_complex(tree[2], mp))
+    raise _Unreadable
 
 
 def _evaluate(tree, point, mp):
