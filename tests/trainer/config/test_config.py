@@ -43,7 +43,7 @@ def test_every_preset_has_a_one_line_purpose():
 
 
 def test_a_preset_for_a_real_model_refuses_to_start_without_one():
-    with pytest.raises(ValueError, match=r"preset 'dapo' needs model.path: a local Hugging Face "
+    with pytest.raises(ValueError, match=r"preset 'dapo' needs model.path: a Hugging Face "
                                          r"model directory.*verimath train --config dapo "
                                          r"model.path=\.\.\."):
         load_config("dapo")
