@@ -92,6 +92,19 @@ def test_a_directory_wins_over_an_id_of_the_same_name(hub_cache, tmp_path, monke
         resolve_model_dir("org/model")
 
 
+def test_a_mistyped_local_path_is_a_missing_directory_not_a_hub_id(tmp_path, monkeypatch,
+                                                                    capsys):
+    """``runs/nope`` where ``runs/`` exists is a typo of a local path: the error says so rather
+    than that a hub repository is not in the cache; the hub is never asked."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(ValueError, match=r"model.path='runs/nope': no such directory \(runs/"):
+        resolve_model_dir("runs/nope")
+    assert verimath(["eval", "--model", "runs/nope", "--data", "verimath/Arithmetic-v0"]) == 2
+    err = capsys.readouterr().err
+    assert "'runs/nope': no such directory" in err and "cache" not in err
+
+
 def test_train_refuses_a_missing_id_before_writing(hub_cache, tmp_path, capsys):
     run_dir = tmp_path / "run"
     assert verimath(["train", "--config", "tiny", "--output-dir", str(run_dir),
