@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from verimath.trainer.algo.batch import TrainBatch, forward_logprobs, trimmed
+from verimath.trainer.algo.correction import rollout_weights
 from verimath.trainer.algo.loss import dapo_policy_loss, kl_penalty, select_tokens
 from verimath.trainer.core.distributed import Comm
 
 TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "clip/frac_cov",
                   "policy/approx_kl")
-SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy")
+SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy",
+          "rollout/is_weight_mean", "rollout/is_bounded_frac")
 """Update metrics that are each rank's share of a global value."""
 LOCAL = Comm()
 
@@ -74,6 +76,12 @@ class LossSettings:
     options: Mapping[str, float] = field(default_factory=dict)
     """The policy loss's own numbers (``AlgoConfig.loss_options``: the covariance selection's
     ``cov_fraction``, ``cov_low``, ``cov_high``, and ``kl_cov_coef``)."""
+    per_update_correction: tuple[str, float] | None = None
+    """``(mode, C)`` of the rollout correction when the proximal policy is the policy at the
+    start of each update (``algo.proximal_policy=update``): ``batch.old_logp`` then holds the
+    samplers' log-probs, the ratio is taken against the update's own detached log-probs and
+    each token is weighted by ``pi_update_start / pi_sampler``; None: the ratio is taken
+    against ``batch.old_logp``, weighted by ``batch.is_weights``."""
     seed: tuple[int, ...] = (0,)
     """Entropy of the random draws of the step's updates (Clip-Cov's pick), with the update's
     index: ``(optim.seed, step)``, so a resumed run draws the same."""
@@ -119,14 +127,15 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
             logp, entropy = forward_logprobs(  # (m, w-1) each
                 model, ids, attention, temperature=settings.temperature, with_entropy=True,
                 chunk_size=settings.chunk_size, positions=m)
+            old, weights = _reference_and_weights(batch, rows, cols, logp, m, settings, sums,
+                                                  num_tokens)
             loss, metrics = dapo_policy_loss(
-                logp, batch.old_logp[rows, cols], batch.adv[rows], m, eps_low=settings.eps_low,
+                logp, old, batch.adv[rows], m, eps_low=settings.eps_low,
                 eps_high=settings.eps_high, dual_clip=settings.dual_clip,
                 policy_loss=settings.policy_loss, options=settings.options,
                 selected=None if selected is None else
                 selected[start:start + micro_batch_size, cols],
-                is_weights=None if batch.is_weights is None else batch.is_weights[rows, cols],
-                **counts)
+                is_weights=weights, **counts)
             if settings.kl_coef > 0:
                 kl = kl_penalty(logp, batch.ref_logp[rows, cols], m, **counts)
                 loss = loss + settings.kl_coef * kl
@@ -155,6 +164,25 @@ def update_on_mini_batch(model, optimizer, scheduler, batch: TrainBatch, rows: n
     scheduler.step()
     sums["compute/trained_tokens"] = num_tokens
     return sums
+
+
+def _reference_and_weights(batch: TrainBatch, rows, cols, logp: torch.Tensor, m: torch.Tensor,
+                           settings: LossSettings, sums: dict[str, float], num_tokens: float
+                           ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The log-probs a micro-batch's ratio is taken against and its tokens' weights: those of
+    the step (``batch.old_logp``, ``batch.is_weights``), or, with a proximal policy per update,
+    the update's own detached log-probs and the correction against the samplers' (adding the
+    weights' token-weighted metrics to ``sums``)."""
+    if settings.per_update_correction is None:
+        return batch.old_logp[rows, cols], (None if batch.is_weights is None else
+                                            batch.is_weights[rows, cols])
+    mode, cap = settings.per_update_correction
+    here = logp.detach()  # (m, w-1) the policy at the start of this update
+    weights, weighed = rollout_weights(here, batch.old_logp[rows, cols], m, mode=mode, cap=cap)
+    share = float(m.sum()) / max(num_tokens, 1.0)
+    for key, value in weighed.items():
+        _add(sums, key, value * share)
+    return here, weights
 
 
 def _add(sums: dict[str, float], key: str, value: float) -> None:

@@ -128,6 +128,13 @@ class AlgoConfig:
     A stale group's first update is then not clipped for the drift it had no part in.
     On-policy groups train exactly as without it. None (unset): on in asynchronous runs
     (``rollout.async_steps >= 1``), off in synchronous ones."""
+    proximal_policy: str = "step"
+    """The proximal policy of ``proximal_clip``: ``step``, the policy at the start of the step
+    (a forward pass over the step's sequences before the updates), or ``update``, the policy at
+    the start of each optimizer update, read off that update's own forward pass (no extra pass;
+    the ratio is then 1 where the gradient is taken, so no clip binds, and the rollout
+    correction's weight ``pi_update_start / pi_sampler`` carries the whole off-policy
+    correction, as in AReaL with one update per batch)."""
 
     def __post_init__(self) -> None:
         _require(0 <= self.eps_low < 1, f"algo.eps_low must be in [0, 1), got {self.eps_low}")
@@ -184,6 +191,8 @@ class AlgoConfig:
                  f"({self.clip_cov_high}): they bound the covariance of the tokens Clip-Cov "
                  "may choose (1 and 5 by default)")
         _require(self.kl_cov_coef >= 0, f"algo.kl_cov_coef must be >= 0, got {self.kl_cov_coef}")
+        _require(self.proximal_policy in ("step", "update"),
+                 f"algo.proximal_policy must be step or update, got {self.proximal_policy!r}")
         _require(self.rollout_correction is None
                  or self.rollout_correction in ROLLOUT_CORRECTION_NAMES,
                  f"algo.rollout_correction must be null or one of "

@@ -102,11 +102,15 @@ def rl_step(state: TrainState) -> dict[str, float]:
         batch.mask = overlong_filter_mask(batch.mask, batch.truncated,  # DAPO 4: filtering
                                           enabled=algo.overlong_filtering)
         proximal = algo.uses_proximal(cfg.rollout.async_steps)
+        per_update = proximal and algo.proximal_policy == "update"  # no forward pass for it
+        proximal = proximal and not per_update
         forward = proximal or not _all_stored(padded, comm)
         batch.old_logp = (sequence_logprobs(state.model, batch, **fwd) if forward else
                           torch.zeros_like(batch.mask))  # pi_old, (N, S-1)
-        if proximal:  # clip around pi_old, weight by pi_old / pi_sampler
+        if proximal or per_update:  # clip around pi_old, weight by pi_old / pi_sampler
             use_proximal_policy(batch, padded, batch.old_logp)
+            if per_update:  # pi_old: each update's own; the updates weigh against the samplers
+                batch.old_logp = batch.behaviour_logp
         else:
             use_sampling_policy(batch, padded)  # a group from an earlier step: its sampler
         keep_sampling_policy(state.model, balanced(state.surplus, state, new_only=True),
@@ -115,7 +119,7 @@ def rl_step(state: TrainState) -> dict[str, float]:
             batch.ref_logp = sequence_logprobs(state.ref_model, batch, **fwd)
         extra.update(engine_mismatch(batch, comm))  # engine vs trainer log-probs, all ranks
         mode, cap = algo.correction(cfg.rollout.async_steps)
-        if mode != "none" and batch.behaviour_logp is not None:  # weights pi_old / pi_sampler
+        if not per_update and mode != "none" and batch.behaviour_logp is not None:
             batch.is_weights, weighed = rollout_weights(batch.old_logp, batch.behaviour_logp,
                                                         batch.mask, mode=mode, cap=cap)
             extra.update(weighed)
@@ -126,6 +130,7 @@ def rl_step(state: TrainState) -> dict[str, float]:
             dual_clip=algo.dual_clip, kl_coef=algo.kl_coef, policy_loss=algo.policy_loss,
             temperature=cfg.rollout.temperature, chunk_size=algo.logprob_chunk_size,
             horizon=cfg.rollout.max_new_tokens, options=algo.loss_options,
+            per_update_correction=(mode, cap) if per_update else None,
             seed=(cfg.optim.seed, state.step))
         parts = -(-sampling.kept_groups // algo.mini_batch_prompts)  # updates per epoch
         for _ in range(algo.ppo_epochs):

@@ -102,9 +102,10 @@ def test_micro_batch_size_does_not_change_the_update(seed, micro, aggregation):
 @given(seed=st.integers(0, 1000), micro=st.integers(1, 7),
        loss=st.sampled_from([("gspo", {}), ("clip-cov", {"cov_fraction": 0.2}),
                              ("kl-cov", {"cov_fraction": 0.2, "kl_cov_coef": 0.5})]),
-       mode=st.sampled_from(["token-mask", "sequence-truncate"]))
+       mode=st.sampled_from(["token-mask", "sequence-truncate"]), per_update=st.booleans())
 def test_new_losses_and_rollout_weights_do_not_depend_on_the_micro_batch_size(seed, micro,
-                                                                              loss, mode):
+                                                                              loss, mode,
+                                                                              per_update):
     from verimath.trainer.algo.correction import rollout_weights
 
     model, batch = _setup(seed)
@@ -113,6 +114,9 @@ def test_new_losses_and_rollout_weights_do_not_depend_on_the_micro_batch_size(se
                                           cap=1.5)
     name, options = loss
     kw = {"policy_loss": name, "options": options, "seed": (seed, 1)}
+    if per_update:  # the weights come from each micro-batch's own forward pass
+        batch.old_logp, batch.is_weights = behaviour, None
+        kw["per_update_correction"] = (mode, 1.5)
     whole, m_whole = _one_update(model, batch, len(batch), "token-mean", **kw)
     split, m_split = _one_update(model, batch, micro, "token-mean", **kw)
     for p, q in zip(whole.parameters(), split.parameters()):

@@ -99,3 +99,55 @@ def test_which_policy_and_weights_each_setting_gives(settings, async_steps, want
 def test_a_bad_correction_names_the_setting():
     with pytest.raises(ValueError, match="algo.rollout_correction.*token-truncate"):
         AlgoConfig(rollout_correction="token_truncate")
+
+
+@pytest.mark.parametrize("mode", ["token-truncate", "sequence-mask"])
+def test_on_a_steps_first_update_the_proximal_per_update_is_the_one_per_step(mode):
+    """``algo.proximal_policy=update`` reads the proximal log-probs off the update's own
+    forward pass: before any update of the step they are the step start's, so the first update
+    equals the decoupled one computed with the extra forward pass."""
+    import copy
+
+    from verimath.trainer.algo.batch import sequence_logprobs
+    from verimath.trainer.algo.correction import rollout_weights
+    from verimath.trainer.algo.update import LossSettings, update_on_mini_batch
+    from verimath.trainer.model.tiny import make_char_tokenizer, make_tiny_model
+
+    rng = np.random.default_rng(0)
+    groups = _groups(rng, 3, 4, [True, True, True], engine=False)
+    for g in groups:
+        g.rewards = rng.normal(size=4)
+    model = make_tiny_model(make_char_tokenizer(), hidden_size=16, num_layers=1, num_heads=2,
+                            seed=0)
+    adv = np.stack([(g.rewards - g.rewards.mean()) / g.rewards.std() for g in groups])
+    batch = pack_batch(groups, adv, pad_id=0, device="cpu")
+    start = sequence_logprobs(model, batch, micro_batch_size=4, temperature=1.0)
+    use_proximal_policy(batch, groups, start)  # behaviour_logp: the samplers'
+    sampler = batch.behaviour_logp.clone()
+    results = []
+    for per_update in (False, True):
+        b = copy.copy(batch)
+        if per_update:
+            b.old_logp, b.is_weights = sampler, None
+        else:
+            b.old_logp, b.is_weights = start, rollout_weights(start, sampler, b.mask, mode=mode,
+                                                              cap=1.5)[0]
+        m = copy.deepcopy(model)
+        opt = torch.optim.SGD(m.parameters(), lr=0.5)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        settings_ = LossSettings(eps_low=0.2, eps_high=0.28, dual_clip=None,
+                                 aggregation="token-mean", kl_coef=0.0, temperature=1.0,
+                                 per_update_correction=(mode, 1.5) if per_update else None)
+        metrics = update_on_mini_batch(m, opt, sched, b, np.arange(len(b)), settings=settings_,
+                                       micro_batch_size=5, grad_clip=0.0)
+        results.append((m, metrics))
+    (a, ma), (b_, mb) = results
+    for p, q in zip(a.parameters(), b_.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5)
+    assert ma["loss/policy"] == pytest.approx(mb["loss/policy"], abs=1e-6)
+    assert 0 < mb["rollout/is_weight_mean"] and mb["clip/frac_low"] == mb["clip/frac_high"] == 0
+
+
+def test_the_proximal_policy_setting_is_checked():
+    with pytest.raises(ValueError, match="algo.proximal_policy"):
+        AlgoConfig(proximal_policy="epoch")
