@@ -158,18 +158,20 @@ def group_of(kind: str) -> str:
     return kind
 
 
-def verimath_verdicts(rows: list[dict]) -> dict[str, list[bool]]:
-    """Verdict per row for each extraction style (``pred`` rows: ``is_equivalent``)."""
+def verimath_verdicts(rows: list[dict], conventions: str = "default") -> dict[str, list[bool]]:
+    """Verdict per row for each extraction style (``pred`` rows: ``is_equivalent``), under
+    the grading ``conventions`` (``"default"`` or ``"strict"``)."""
     from verimath.rewards import is_equivalent, score_batch
     from verimath.rewards.extraction.final_answer import STYLES
 
-    preds = {i: is_equivalent(r["text"], r["gold"]) for i, r in enumerate(rows)
-             if r["input"] == "pred"}
+    preds = {i: is_equivalent(r["text"], r["gold"], conventions=conventions)
+             for i, r in enumerate(rows) if r["input"] == "pred"}
     responses = [i for i, r in enumerate(rows) if r["input"] == "response"]
     out = {}
     for style in STYLES:
         scores = score_batch([rows[i]["text"] for i in responses],
-                             [rows[i]["gold"] for i in responses], style=style)
+                             [rows[i]["gold"] for i in responses], style=style,
+                             conventions=conventions)
         verdicts = dict(preds)
         verdicts.update(zip(responses, scores.correct.tolist()))
         out[style] = [bool(verdicts[i]) for i in range(len(rows))]
@@ -263,13 +265,13 @@ def _unbox(text: str) -> str:
     return "".join(out)
 
 
-def compare(rows: list[dict], verbose: bool) -> dict[str, float]:
+def compare(rows: list[dict], verbose: bool, conventions: str = "default") -> dict[str, float]:
     """Run both verifiers on ``rows``, print the table (and, verbose, the misses); return the
     share of rows each system gets right, by system name."""
     t0 = time.perf_counter()
     mv = math_verify_verdicts(rows)
     t1 = time.perf_counter()
-    vm = verimath_verdicts(rows)
+    vm = verimath_verdicts(rows, conventions)
     t2 = time.perf_counter()
     systems = {"math-verify": mv, **{f"verimath {s}": v for s, v in vm.items()}}
     print(agreement_table(rows, systems))
@@ -304,7 +306,14 @@ def main() -> None:
                         help="the part of each labelled table to score (see split_of)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write the per-table, per-split shares as JSON to this file")
+    parser.add_argument("--conventions", default="default", choices=("default", "strict"),
+                        help="verimath's grading conventions (docs/conventions.md)")
+    parser.add_argument("--one-verdict", action="store_true",
+                        help="count pairs whose verdict changes with delimiters or answer format")
     args = parser.parse_args()
+    if args.one_verdict:
+        one_verdict()
+        return
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
     tables = [(t.name, load_cases(t)) for t in TABLES] + [(GOLDEN_TABLE.name, golden_cases())]
@@ -317,7 +326,8 @@ def main() -> None:
                 continue
             print(f"== {len(rows)} labelled rows ({sum(r['label'] for r in rows)} right, "
                   f"{sum(not r['label'] for r in rows)} wrong) from {name}, split {split}")
-            results.setdefault(name, {})[split] = {"rows": len(rows), **compare(rows, args.verbose)}
+            results.setdefault(name, {})[split] = {"rows": len(rows),
+                                                  **compare(rows, args.verbose, args.conventions)}
     print("\n== summary (share of rows each verifier gets right, %)\n" + summary(results))
     real = [] if args.quick else unboxed_math500() + gsm8k_worked()
     if real:
@@ -327,7 +337,52 @@ def main() -> None:
         print(f"\n(no MATH-500 at {DATA_DIR}: set VERIMATH_DATA_DIR for the real-text table)")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        results["conventions"] = args.conventions
         args.out.write_text(json.dumps(_with_versions(results), indent=1) + "\n", encoding="utf-8")
+
+
+DELIMITERS = ("{}", "${}$", "$${}$$", "\\({}\\)", "\\[{}\\]")
+FORMS = ("Answer: {}", "\\boxed{{{}}}", "<answer>{}</answer>")
+
+
+def one_verdict() -> None:
+    """Every answer pair of the labelled tables (``pred`` rows, and the flexible style's
+    answer of response rows): ``is_equivalent`` with each delimiter around each side (25
+    combinations, for answers without words), and the reward of a response ending in each
+    format in the auto and flexible styles (auto: answers without words; boxed: answers that
+    can stand in a box), against ``is_equivalent`` of the bare pair. Prints the counts."""
+    from verimath.rewards import extract_answer, is_equivalent, score_batch
+    from verimath.rewards.extraction.chunks import has_prose
+    from verimath.rewards.text.brackets import is_balanced
+
+    rows = [r for table in TABLES for r in load_cases(table)] + golden_cases()
+    pairs = {(r["text"], r["gold"]) for r in rows if r["input"] == "pred"}
+    pairs |= {(p, r["gold"]) for r in rows if r["input"] == "response"
+              for p in [extract_answer(r["text"], style="flexible")] if p and "\n" not in p}
+    pairs = sorted(pairs)
+    base = {pair: is_equivalent(*pair) for pair in pairs}
+    checks = differ = 0
+    for (pred, gold), verdict in base.items():
+        if has_prose(pred):
+            continue
+        for left in DELIMITERS:
+            for right in DELIMITERS:
+                checks += 1
+                differ += is_equivalent(left.format(pred), right.format(gold)) != verdict
+    for style in ("auto", "flexible"):
+        items = [(form, pred, gold) for (pred, gold) in pairs for form in FORMS
+                 if not (style == "auto" and has_prose(pred))
+                 and not ("boxed" in form and not _boxable(pred, is_balanced))]
+        scores = score_batch(["Some work first.\n" + f.format(p) for f, p, _ in items],
+                             [g for _, _, g in items], style=style)
+        checks += len(items)
+        differ += sum(bool(c) != base[(p, g)] for c, (_, p, g) in zip(scores.correct, items))
+    print(f"== one verdict: {len(pairs)} answer pairs, {checks} delimited or formatted variants "
+          f"checked, {differ} verdicts differ from is_equivalent of the bare pair")
+
+
+def _boxable(pred: str, is_balanced) -> bool:
+    return is_balanced(pred, "{", "}") and (len(pred) - len(pred.rstrip("\\"))) % 2 == 0
 
 
 def _with_versions(results: dict) -> dict:

@@ -221,11 +221,14 @@ def _fast_decision(pred: str, gold: str, mode: str, conventions: Conventions) ->
                         normalize_answer(gold), reading.convention)
     if max(len(pred), len(gold)) > MAX_FAST_CHARS:
         return Decision(None, "undecided", pred, gold)
+    if pred == gold and pred:
+        same = normalize_answer(pred)
+        return Decision(True, "exact", same, same, reading.convention)
     if is_intractable(pred) or is_intractable(gold):
         return Decision(False, "fast", pred, gold)  # the symbolic path's answer, without a worker
     p, g = normalize_answer(pred), normalize_answer(gold)
     if reading.relations:
-        return _relations(pred, gold, p, g)
+        return _relations(pred, gold)
     if p == g and p:
         return Decision(True, "exact", p, g, reading.convention)
     if _SPACED_LIST.search(pred) or _SPACED_LIST.search(gold):
@@ -254,10 +257,12 @@ def _strict_mode(pred: str, gold: str, mode: str) -> Decision:
     return Decision(a is not None and a == b, "fast", p, g)
 
 
-def _relations(pred: str, gold: str, p: str, g: str) -> Decision:
-    """Two equations compared as relations (``relations.relations_equal``)."""
+def _relations(pred: str, gold: str) -> Decision:
+    """Two equations compared as relations (``relations.relations_equal``); the sides shown
+    are the equations with each side normalized (a variable on the left is kept)."""
     sides_p = [normalize_answer(side) for side in equation_sides(pred) or ()]
     sides_g = [normalize_answer(side) for side in equation_sides(gold) or ()]
+    p, g = "=".join(sides_p) or pred, "=".join(sides_g) or gold
     if sides_p == sides_g and sides_p:
         return Decision(True, "exact", p, g)
     verdict = relations_equal(sides_p, sides_g) if sides_p and sides_g else None

@@ -137,6 +137,7 @@ def test_the_issue_example_is_explained_as_it_is_scored():
     assert found.correct and found.reward == correctness_reward("Answer: $1$", "$k=1$") == 1.0
     assert (found.pred_normalized, found.gold_normalized) == ("1", "1")
     assert "decided by exact (name_value)" in str(found)
+    assert is_equivalent("$2^{10^{10}}$", "2^{10^{10}}")  # the same text: no size guard needed
     strict = explain("Answer: $1$", "$k=1$", conventions="strict")
     assert not strict.correct and (strict.rule, strict.convention) == ("convention", "name_value")
 
