@@ -308,11 +308,17 @@ def main() -> None:
                         help="write the per-table, per-split shares as JSON to this file")
     parser.add_argument("--conventions", default="default", choices=("default", "strict"),
                         help="verimath's grading conventions (docs/conventions.md)")
+    parser.add_argument("--decimal-rulings", action="store_true",
+                        help="the graders' rulings on decimals of exact golds, against each "
+                             "decimal_digits setting (docs/conventions.md)")
     parser.add_argument("--one-verdict", action="store_true",
                         help="count pairs whose verdict changes with delimiters or answer format")
     args = parser.parse_args()
     if args.one_verdict:
         one_verdict()
+        return
+    if args.decimal_rulings:
+        decimal_rulings()
         return
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     logging.getLogger("latex2sympy2_extended").setLevel(logging.CRITICAL)
@@ -379,6 +385,42 @@ def one_verdict() -> None:
         differ += sum(bool(c) != base[(p, g)] for c, (_, p, g) in zip(scores.correct, items))
     print(f"== one verdict: {len(pairs)} answer pairs, {checks} delimited or formatted variants "
           f"checked, {differ} verdicts differ from is_equivalent of the bare pair")
+
+
+DECIMAL_GOLDS = ("\\frac{1}{7}", "\\frac{1}{12}", "\\frac{2}{3}", "\\sqrt{2}", "\\pi", "e",
+                 "\\frac{1000}{7}", "\\frac{1}{700}", "\\frac{22}{7}", "\\sqrt{300}")
+
+
+def decimal_rulings() -> None:
+    """Each gold of ``DECIMAL_GOLDS`` written correctly rounded to 2-11 significant digits (in
+    fixed notation): math-verify's ruling (TRL and lighteval compare with its ``verify``),
+    verl's ``math_dapo`` (a string comparison: a decimal never equals a LaTeX exact gold), and
+    verimath's under each ``decimal_digits`` setting. Prints the agreement table."""
+    import mpmath
+    from math_verify import parse, verify
+    from verimath.rewards import Conventions, is_equivalent
+
+    mpmath.mp.dps = 50
+    values = {"e": +mpmath.e, "\\pi": +mpmath.pi, "\\sqrt{2}": mpmath.sqrt(2), "\\sqrt{300}": mpmath.sqrt(300)}
+    cases = []
+    for gold in DECIMAL_GOLDS:
+        value = values.get(gold)
+        if value is None:
+            num, den = gold[6:-1].split("}{")
+            value = mpmath.mpf(num) / int(den)
+        for digits in range(2, 12):
+            text = mpmath.nstr(value, digits, strip_zeros=False, min_fixed=-10, max_fixed=10)
+            if "e" not in text:
+                cases.append((text, gold))
+    rulings = [bool(verify(parse(f"${g}$"), parse(f"${t}$"))) for t, g in cases]
+    print(f"== {len(cases)} decimals of exact golds; math-verify accepts {sum(rulings)}, "
+          f"verl math_dapo none")
+    print("| decimal_digits | agrees with math-verify, TRL, lighteval | agrees with verl math_dapo |")
+    print("| --- | ---: | ---: |")
+    for digits in [*range(3, 11), None]:
+        setting = Conventions(decimal_digits=digits)
+        ours = [is_equivalent(t, g, conventions=setting) for t, g in cases]
+        print(f"| {digits} | {sum(o == r for o, r in zip(ours, rulings))} | {sum(not o for o in ours)} |")
 
 
 def _boxable(pred: str, is_balanced) -> bool:
