@@ -94,7 +94,7 @@ TRAINER_LAYERS = {
     "estimate": {"config", "model", "rollout"},
     "run": {"config", "core", "algo", "model", "checkpoint", "rollout", "evaluation",
             "warmstart", "estimate"},
-    "ablation": {"config", "checkpoint", "evaluation", "run"},
+    "ablation": {"config", "core", "model", "rollout", "checkpoint", "evaluation", "run"},
 }
 """Sub-package -> the sub-packages it may import. The modules at the top of ``trainer/``
 (``cli``, ``worker``, the package ``__init__``) may import any; no sub-package imports them."""

@@ -112,8 +112,13 @@ def worked_solution(problem: Problem) -> str:
     return solution
 
 
-FLAWS = ("slip", "recheck")
+FLAWS = ("slip", "recheck", "total-line", "estimate", "loop")
 """The ways :func:`flawed_solution` can spoil a worked solution."""
+
+ESTIMATE_OFFSETS = (-1, 0, 1)
+"""How far an ``estimate`` is from the answer (0 one time in three: sometimes right)."""
+LOOP_REPEATS = (3, 6)
+"""Extra copies of the looped line, drawn uniformly from this range (both ends included)."""
 
 
 def flawed_solution(problem: Problem, flaw: str, rng: np.random.Generator) -> str:
@@ -126,6 +131,14 @@ def flawed_solution(problem: Problem, flaw: str, rng: np.random.Generator) -> st
     ``recheck``  the lines are written a second time after ``"Check:"`` before the answer:
                  about twice as long, so that under a response cap near the solution's
                  length it is cut off before its (right) answer, and rambling costs tokens.
+    ``total-line`` every line right, but the last reads ``"Total: N"`` instead of
+                 ``"Answer: N"``: no answer a verifier reads, so always wrong; it parts from
+                 the right solution at one token (``T`` for ``A``), whatever the problem.
+    ``estimate`` no working: ``"Answer: N"`` with ``N`` the answer plus one of
+                 :data:`ESTIMATE_OFFSETS`: short, and right one time in three.
+    ``loop``     the lines up to a uniformly drawn line before the last, that line written
+                 again 3 to 6 more times, then its total as the answer: a long, repetitive
+                 response whose answer is always wrong (it stops before the last terms).
     """
     if flaw not in FLAWS:
         raise ValueError(f"unknown Chain flaw {flaw!r}; choose from {list(FLAWS)}")
@@ -134,9 +147,15 @@ def flawed_solution(problem: Problem, flaw: str, rng: np.random.Generator) -> st
     if not terms or ops is None:
         raise ValueError(f"problem {problem.id!r} is not a Chain problem (no terms in "
                          f"meta['params']); flawed solutions need one")
-    if flaw == "recheck":
-        lines = chain_solution(terms, ops).split("\n")
-        return "\n".join([*lines[:-1], "Check:", *lines[:-1], lines[-1]])
+    return _FLAW_WRITERS[flaw](terms, ops, rng)
+
+
+def _recheck(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
+    lines = chain_solution(terms, ops).split("\n")
+    return "\n".join([*lines[:-1], "Check:", *lines[:-1], lines[-1]])
+
+
+def _slip(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
     slipped = int(rng.integers(len(ops)))
     offset = 1 if rng.random() < 0.5 else -1
     lines, previous = [], terms[0]
@@ -147,3 +166,30 @@ def flawed_solution(problem: Problem, flaw: str, rng: np.random.Generator) -> st
         lines.append(f"{previous} {op} {value} = {total}")
         previous = total
     return "\n".join([*lines, f"Answer: {previous}"])
+
+
+def _offset_answer(offsets: tuple[int, ...]):
+    def write(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
+        answer = running_totals(terms, ops)[-1]
+        value = answer + pick(rng, offsets)
+        if value < 0:  # totals are never negative: mirror the offset
+            value = answer + (answer - value)
+        return f"Answer: {value}"
+    return write
+
+
+def _loop(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
+    lines = chain_solution(terms, ops).split("\n")[:-1]
+    totals = running_totals(terms, ops)
+    at = int(rng.integers(max(1, len(ops) - 1)))  # a line before the last (the first of one)
+    repeats = randint(rng, *LOOP_REPEATS)
+    answer = totals[at] if totals[at] != totals[-1] else totals[-1] + 1
+    return "\n".join([*lines[:at + 1], *[lines[at]] * repeats, f"Answer: {answer}"])
+
+
+def _total_line(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
+    return chain_solution(terms, ops).replace("\nAnswer: ", "\nTotal: ")
+
+
+_FLAW_WRITERS = {"slip": _slip, "recheck": _recheck, "total-line": _total_line,
+                 "estimate": _offset_answer(ESTIMATE_OFFSETS), "loop": _loop}

@@ -125,4 +125,48 @@ def test_flawed_solution_names_an_unknown_flaw_and_a_problem_without_terms():
         flawed_solution(generate("Chain", 0, 0, 3), "typo", np.random.default_rng(0))
     with pytest.raises(ValueError, match="gen/Arithmetic/L1/0/0.*not a Chain problem"):
         flawed_solution(generate("Arithmetic", 0, 0, 1), "slip", np.random.default_rng(0))
-    assert FLAWS == ("slip", "recheck")
+    assert FLAWS == ("slip", "recheck", "total-line", "estimate", "loop")
+
+
+def _score(texts: list[str], problems) -> np.ndarray:
+    from verimath.rewards import score_batch
+
+    return score_batch(texts, [p.answer for p in problems], style="dapo", mode="integer").correct
+
+
+@settings(max_examples=50, deadline=None)
+@given(item=generator_items, draw=st.integers(0, 2**32 - 1))
+def test_a_total_line_is_the_right_working_with_an_answer_no_verifier_reads(item, draw):
+    seed, index, level = item
+    problem = generate("Chain", seed, index, level)
+    text = flawed_solution(problem, "total-line", np.random.default_rng(draw))
+    solution = worked_solution(problem)
+    assert text == solution.replace("\nAnswer: ", "\nTotal: ")
+    assert text.split("\n")[:-1] == solution.split("\n")[:-1]
+    assert not _score([text], [problem]).any()
+
+
+def test_an_estimate_answers_at_once_and_is_right_about_one_time_in_three():
+    problems = [generate("Chain", 2, i, level) for i in range(300) for level in (1, 2, 3)]
+    rng = np.random.default_rng(0)
+    texts = [flawed_solution(p, "estimate", rng) for p in problems]
+    assert all(t.startswith("Answer: ") and "\n" not in t for t in texts)
+    offsets = [int(t.removeprefix("Answer: ")) - int(p.answer) for t, p in zip(texts, problems)]
+    assert set(offsets) <= {-1, 0, 1}
+    assert 0.28 < _score(texts, problems).mean() < 0.39  # 1/3 expected, 900 draws
+
+
+@settings(max_examples=50, deadline=None)
+@given(item=generator_items, draw=st.integers(0, 2**32 - 1))
+def test_a_loop_repeats_a_right_line_and_answers_its_total_which_is_wrong(item, draw):
+    seed, index, level = item
+    problem = generate("Chain", seed, index, level)
+    text = flawed_solution(problem, "loop", np.random.default_rng(draw))
+    rows, last = _lines(text)
+    assert all((a + b if op == "+" else a - b) == c for a, op, b, c in rows)  # right lines
+    right = worked_solution(problem).split("\n")[:-1]
+    distinct = list(dict.fromkeys(text.split("\n")[:-1]))
+    assert distinct == right[:len(distinct)]  # the working up to the looped line
+    assert 3 <= len(rows) - len(distinct) <= 6  # written again 3 to 6 more times
+    assert len(text) > len(worked_solution(problem)) or len(distinct) < len(right)
+    assert not _score([text], [problem]).any()

@@ -4,6 +4,13 @@
     verimath ablate --family all --workers 2 --output ablations/all
     verimath ablate --family add-one --seeds 0,1 optim.steps=20     # overrides for every run
     verimath ablate --family losses --only dapo,dapo-with-gspo   # DAPO against GSPO's loss
+    verimath ablate --mechanisms --dry-run               # the four regimes, what each runs
+    verimath ablate --mechanisms --only clip-higher --seeds 5
+
+With ``--mechanisms`` it runs the regimes of :mod:`verimath.trainer.ablation.regimes`
+instead: each built so that one control's failure occurs, its arms from a shared warm start
+per seed, measured and recorded seed by seed in ``--results``
+(:mod:`verimath.trainer.ablation.regime_runs`).
 
 Each variant (:mod:`verimath.trainer.ablation.variants`) runs once per seed as its own
 ``verimath train`` process (``optim.seed`` and ``data.seed`` = the seed), ``--workers`` at a
@@ -43,14 +50,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", default=None, metavar="NAMES",
                         help="run only these variants of the family, by directory name "
                              "(e.g. grpo,dapo)")
-    parser.add_argument("--seeds", default="0,1,2", metavar="LIST",
+    parser.add_argument("--seeds", default=None, metavar="LIST",
                         help="comma-separated seeds, each sets optim.seed and data.seed "
-                             "(default: 0,1,2)")
+                             "(default: 0,1,2); with --mechanisms a number N alone means N "
+                             "seeds (0..N-1, or from 100 with --pilot; default 5)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         metavar="N", help="training processes at once (default: 2, or 1 on "
                                           "one CPU)")
-    parser.add_argument("--output", default=None, metavar="DIR",
-                        help="output directory (default: ablations/<preset>-<family>)")
+    parser.add_argument("--output", "--output-dir", default=None, metavar="DIR",
+                        help="output directory (default: ablations/<preset>-<family>, or "
+                             "ablations/mechanisms with --mechanisms)")
+    parser.add_argument("--mechanisms", action="store_true",
+                        help="run the regimes built so that each control's failure occurs "
+                             "(--only names regimes; see --dry-run)")
+    parser.add_argument("--pilot", action="store_true",
+                        help="with --mechanisms: record the seeds as pilots (tuning, left "
+                             "out of the summary rows)")
+    parser.add_argument("--results", default=None, metavar="JSON",
+                        help="with --mechanisms: the results file each seed is added to "
+                             "(default: benchmarks/results/mechanisms.json)")
     parser.add_argument("--warm-starts", default=None, metavar="DIR",
                         help="start seed k's runs from DIR/seed<k> (a verimath train run "
                              "with optim.steps=0, or a model directory) instead of a warm "
@@ -103,6 +121,9 @@ def spelled_out(variant) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.mechanisms:
+        return mechanisms_main(args)
+    args.seeds = args.seeds or "0,1,2"
     from verimath.trainer.ablation.runs import (
         check_overrides,
         execute,
@@ -162,6 +183,87 @@ def main(args: argparse.Namespace) -> int:
              + (f", log {job.log}" if job.log.is_file() else ""))
     code = write_report(jobs, variants, output, config=config)
     return 1 if failed or code else 0
+
+
+def mechanism_seeds(text: str | None, *, pilot: bool) -> list[int]:
+    """``--seeds`` with ``--mechanisms``: a number N alone is N seeds from 0 (from
+    :data:`PILOT_SEED_START` for pilots), else the list as without ``--mechanisms``."""
+    from verimath.trainer.ablation.regime_runs import PILOT_SEED_START
+
+    text = text or "5"
+    if text.strip().isdigit() and "," not in text:
+        count = int(text)
+        if count < 1:
+            raise ValueError(f"--seeds must be a number >= 1 or a list of seeds, got {text!r}")
+        first = PILOT_SEED_START if pilot else 0
+        return list(range(first, first + count))
+    return parse_seeds(text)
+
+
+def mechanisms_main(args: argparse.Namespace) -> int:
+    """``--mechanisms``: list (``--dry-run``) or run the regimes, seed by seed."""
+    from verimath.trainer.ablation.regime_runs import describe, run_seed
+    from verimath.trainer.ablation.regimes import select_regimes
+    from verimath.trainer.ablation.results import DEFAULT_RESULTS
+
+    try:
+        if args.overrides or args.warm_starts or args.family != "cumulative":
+            raise ValueError("--mechanisms runs the regimes as they are defined: drop "
+                             "overrides, --warm-starts and --family")
+        if args.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {args.workers}")
+        regimes = select_regimes(args.only)
+        seeds = mechanism_seeds(args.seeds, pilot=args.pilot)
+        output = Path(args.output or "ablations/mechanisms")
+        results = Path(args.results) if args.results else DEFAULT_RESULTS
+        if args.dry_run:
+            _say(f"{len(regimes)} regimes x {len(seeds)} seeds into {output}, recorded in "
+                 f"{results} as {'pilot' if args.pilot else 'confirmatory'} seeds:")
+            for regime in regimes:
+                for line in describe(regime, seeds, output):
+                    _say(line)
+            return 0
+    except (ValueError, OSError) as exc:
+        _say(f"error: {exc}")
+        return 2
+    phase = "pilot" if args.pilot else "confirmatory"
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    failed = 0
+    try:
+        for regime in regimes:
+            for seed in seeds:
+                record = run_seed(regime, seed, output, workers=args.workers, phase=phase,
+                                  results=results, echo=_say)
+                failed += record is None
+    except KeyboardInterrupt:
+        _say("interrupted; recorded seeds are kept, the runs of the others resume when you "
+             "run the same command again")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    write_mechanisms_report(results, output)
+    return 1 if failed else 0
+
+
+def write_mechanisms_report(results: Path, output: Path) -> None:
+    """``mechanisms.md`` (the summary rows and the CPU cost) and ``mechanisms.png`` (the
+    curves) in ``output``, from the results file's confirmatory records."""
+    from verimath.trainer.ablation.regime_report import cost_table, plot_regimes, rows_table
+    from verimath.trainer.ablation.results import load_results
+
+    data = load_results(results)
+    if not data["rows"]:
+        _say(f"no confirmatory seeds in {results} yet: no report")
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    text = rows_table(data["rows"]) + "\n" + cost_table(data["runs"])
+    (output / "mechanisms.md").write_text(text, encoding="utf-8")
+    print(text)
+    try:
+        plot_regimes(data["runs"], output / "mechanisms.png")
+        _say(f"report: {output / 'mechanisms.md'}, {output / 'mechanisms.png'}")
+    except (ValueError, ImportError) as exc:
+        _say(f"report: {output / 'mechanisms.md'} (figure not drawn: {exc})")
 
 
 def write_report(jobs, variants, output: Path, *, config) -> int:

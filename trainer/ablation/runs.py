@@ -53,6 +53,8 @@ class RunJob:
     reason: str = ""
     returncode: int | None = None
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """User and system CPU time of the process and the children it waited for."""
     after: list[RunJob] = field(default_factory=list, repr=False)
     """Jobs that need this one to finish first (the variants of a shared warm start)."""
 
@@ -172,6 +174,16 @@ def train_command(job: RunJob, preset: str) -> list[str]:
     return [*head, "--config", preset, "--output-dir", str(job.run_dir), *extra, *job.overrides]
 
 
+def _wait(proc: subprocess.Popen) -> tuple[int, float]:
+    """Wait for ``proc``: its exit code and its CPU seconds (user + system, its waited-for
+    children included), read from ``os.wait4``."""
+    import os
+
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # Popen waits no more
+    return proc.returncode, usage.ru_utime + usage.ru_stime
+
+
 def execute(jobs: list[RunJob], preset: str, *, workers: int,
             echo: Callable[[str], None] = print) -> None:
     """Run every job that is not done or in conflict, ``workers`` at a time; a job whose
@@ -198,7 +210,7 @@ def execute(jobs: list[RunJob], preset: str, *, workers: int,
             proc = subprocess.Popen(train_command(job, preset), stdout=log,
                                     stderr=subprocess.STDOUT)
             running.add(proc)
-            job.returncode = proc.wait()
+            job.returncode, job.cpu_seconds = _wait(proc)
             running.discard(proc)
         job.seconds = time.perf_counter() - start
         counter["n"] += 1
