@@ -19,7 +19,9 @@ TINY = ["warmstart.steps=0", "rollout.gen_prompts=4", "rollout.group_size=4",
         "algo.mini_batch_prompts=2", "algo.max_gen_rounds=2", "eval.num_problems=0",
         "logging.progress=false", "logging.plot=false", "logging.save_every=1",
         "logging.keep_checkpoints=5", "reward.workers=1", "model.threads=1"]
-TIMED = ("time/", "async/wait", "async/generator_busy", "compute/tokens_per_s")
+TIMED = ("time/", "async/wait", "async/generator_busy", "async/generator_cpu_share",
+         "compute/tokens_per_s")
+"""Metric prefixes that measure time (they differ between two runs of the same steps)."""
 
 
 def free_port() -> int:

@@ -19,6 +19,7 @@ import torch
 import verimath.trainer.rollout.async_source as async_source
 import verimath.trainer.run.loop as loop_module
 import verimath.trainer.run.step as step_module
+from two_nodes import TIMED
 from verimath.trainer.checkpoint.files import latest_checkpoint
 from verimath.trainer.config.files import load_config
 from verimath.trainer.rollout.episodes import EpisodeSource
@@ -42,8 +43,7 @@ def _quiet(_):
 
 def _steps(run_dir: Path) -> dict[int, dict]:
     """Metrics by step, without wall times and waits (they differ between runs)."""
-    timed = ("time/", "async/wait", "async/generator_busy")
-    return {r["step"]: {k: v for k, v in r.items() if not k.startswith(timed)}
+    return {r["step"]: {k: v for k, v in r.items() if not k.startswith(TIMED)}
             for r in read_metrics(run_dir / "metrics.jsonl") if r["step"] > 0}
 
 
