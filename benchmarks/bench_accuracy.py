@@ -65,7 +65,9 @@ GRADER_TABLE = Path(__file__).resolve().parent / "data" / "grader_cases.jsonl"
 GOLDEN_TABLE = Path(__file__).resolve().parents[1] / "tests" / "golden" / "verify_cases.jsonl"
 TABLES = (TABLE, NEW_TABLE, GRADER_TABLE)
 SPLITS = ("all", "dev", "heldout")
-DATA_DIR = Path(os.environ.get("VERIMATH_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA_DIR = Path(
+    os.environ.get("VERIMATH_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data")
+)
 FIELDS = {"id": str, "kind": str, "source": str, "input": str, "text": str, "gold": str,
           "label": bool}
 GROUPS = [  # (title, kind prefix)
@@ -202,7 +204,8 @@ def agreement_table(rows: list[dict], systems: dict[str, list[bool]]) -> str:
         groups[group_of(row["kind"])].append(i)
     lines = ["| cases | rows | " + " | ".join(names) + " |",
              "| --- | ---: | " + " | ".join("---:" for _ in names) + " |"]
-    order = [title for title, _ in GROUPS if title in groups] + sorted(set(groups) - {t for t, _ in GROUPS})
+    known = [title for title, _ in GROUPS if title in groups]
+    order = known + sorted(set(groups) - {t for t, _ in GROUPS})
     for title in order + (["all"] if len(order) > 1 else []):
         idx = groups[title] if title != "all" else list(range(len(rows)))
         cells = [f"{100 * sum(systems[n][i] == rows[i]['label'] for i in idx) / len(idx):.1f}"
@@ -275,13 +278,15 @@ def compare(rows: list[dict], verbose: bool, conventions: str = "default") -> di
     t2 = time.perf_counter()
     systems = {"math-verify": mv, **{f"verimath {s}": v for s, v in vm.items()}}
     print(agreement_table(rows, systems))
-    print(f"\n(math-verify {t1 - t0:.1f} s; verimath, all styles, {t2 - t1:.1f} s, pool start included)")
+    print(f"\n(math-verify {t1 - t0:.1f} s; verimath, all styles, {t2 - t1:.1f} s, "
+          f"pool start included)")
     if verbose:
         for name, verdicts in systems.items():
             wrong = [r for r, v in zip(rows, verdicts) if v != r["label"]]
             print(f"\n-- {name}: {len(wrong)} wrong")
             for r in wrong:
-                print(f"   {r['id']:28s} label={r['label']!s:5s} {r['text'][-70:]!r} | gold {r['gold']!r}")
+                print(f"   {r['id']:28s} label={r['label']!s:5s} {r['text'][-70:]!r} "
+                      f"| gold {r['gold']!r}")
     return {name: sum(v == r["label"] for v, r in zip(verdicts, rows)) / max(len(rows), 1)
             for name, verdicts in systems.items()}
 
@@ -290,16 +295,18 @@ def summary(results: dict[str, dict[str, dict]]) -> str:
     """Markdown: per table and split, rows and math-verify against verimath (flexible, auto)."""
     lines = ["| table | split | rows | math-verify | verimath flexible | verimath auto |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
+    names = ("math-verify", "verimath flexible", "verimath auto")
     for table, parts in results.items():
         for split, got in parts.items():
-            cells = [f"{100 * got[name]:.1f}" for name in ("math-verify", "verimath flexible", "verimath auto")]
+            cells = [f"{100 * got[name]:.1f}" for name in names]
             lines.append(f"| {table} | {split} | {got['rows']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--verbose", action="store_true", help="print every row a verifier gets wrong")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print every row a verifier gets wrong")
     parser.add_argument("--quick", action="store_true",
                         help="the labelled tables only (no real-text table)")
     parser.add_argument("--split", default="all", choices=SPLITS,
@@ -401,7 +408,8 @@ def decimal_rulings() -> None:
     from verimath.rewards import Conventions, is_equivalent
 
     mpmath.mp.dps = 50
-    values = {"e": +mpmath.e, "\\pi": +mpmath.pi, "\\sqrt{2}": mpmath.sqrt(2), "\\sqrt{300}": mpmath.sqrt(300)}
+    values = {"e": +mpmath.e, "\\pi": +mpmath.pi, "\\sqrt{2}": mpmath.sqrt(2),
+              "\\sqrt{300}": mpmath.sqrt(300)}
     cases = []
     for gold in DECIMAL_GOLDS:
         value = values.get(gold)
@@ -415,12 +423,14 @@ def decimal_rulings() -> None:
     rulings = [bool(verify(parse(f"${g}$"), parse(f"${t}$"))) for t, g in cases]
     print(f"== {len(cases)} decimals of exact golds; math-verify accepts {sum(rulings)}, "
           f"verl math_dapo none")
-    print("| decimal_digits | agrees with math-verify, TRL, lighteval | agrees with verl math_dapo |")
+    print("| decimal_digits | agrees with math-verify, TRL, lighteval "
+          "| agrees with verl math_dapo |")
     print("| --- | ---: | ---: |")
     for digits in [*range(3, 11), None]:
         setting = Conventions(decimal_digits=digits)
         ours = [is_equivalent(t, g, conventions=setting) for t, g in cases]
-        print(f"| {digits} | {sum(o == r for o, r in zip(ours, rulings))} | {sum(not o for o in ours)} |")
+        agree = sum(o == r for o, r in zip(ours, rulings))
+        print(f"| {digits} | {agree} | {sum(not o for o in ours)} |")
 
 
 def _boxable(pred: str, is_balanced) -> bool:

@@ -10,9 +10,9 @@ step, no weight), ``async-decoupled`` (against the start of the step, untruncate
 ``pi_start / pi_sampler``: the decoupled objective), and ``async-<mode>`` for each rollout
 correction mode at its default bound (``token-truncate``, ``token-mask``, ``sequence-truncate``,
 ``sequence-mask``), and ``async-update-truncate`` (token-truncate against the policy at the
-start of each update: no extra forward pass); the policy losses synchronously (``gspo``, ``gspo-paper-eps`` at the GSPO
-paper's clip range, ``clip-cov``, ``kl-cov``, and the ``-2pct`` variants that act on 2% of the
-tokens instead of 0.02%).
+start of each update: no extra forward pass); the policy losses synchronously (``gspo``,
+``gspo-paper-eps`` at the GSPO paper's clip range, ``clip-cov``, ``kl-cov``, and the ``-2pct``
+variants that act on 2% of the tokens instead of 0.02%).
 
 Per run it records the steps and their total wall seconds (``train s``: the sum of
 ``time/step``), the mean wall seconds per RL step (the first step, which also waits for the

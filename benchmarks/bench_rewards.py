@@ -79,13 +79,15 @@ def make_problem(
     kind = rng.choice(len(weights), p=weights)
     a, b = int(rng.integers(2, 60)), int(rng.integers(2, 13))
     if kind == 0:
-        return str(a * 37), [str(a * 37), f"{a * 37}.0", f"{a * 37:,}"], [str(a * 37 + 1), str(-a * 37)]
+        return (str(a * 37), [str(a * 37), f"{a * 37}.0", f"{a * 37:,}"],
+                [str(a * 37 + 1), str(-a * 37)])
     if kind == 1:
         n = a * 100_003
         return str(n), [str(n), f"{n:,}", f"{n}.00"], [str(n + 10), str(n // 10)]
     if kind == 2:
         b = a + b
-        return (f"\\frac{{{a}}}{{{b}}}", [f"\\frac{{{a}}}{{{b}}}", f"\\dfrac{{{a}}}{{{b}}}", f"{a}/{b}"],
+        return (f"\\frac{{{a}}}{{{b}}}",
+                [f"\\frac{{{a}}}{{{b}}}", f"\\dfrac{{{a}}}{{{b}}}", f"{a}/{b}"],
                 [f"\\frac{{{b}}}{{{a}}}", f"\\frac{{{a + 1}}}{{{b}}}"])
     if kind == 3:
         return f"{a}.25", [f"{a}.25", f"{a}.250", f"\\frac{{{4 * a + 1}}}{{4}}"], [f"{a}.5", f"{a}"]
@@ -93,24 +95,29 @@ def make_problem(
         return (f"{b}\\sqrt{{3}}", [f"{b}\\sqrt{{3}}", f"\\sqrt{{{3 * b * b}}}", f"{b} \\sqrt 3"],
                 [f"{b}\\sqrt{{2}}", f"{b + 1}\\sqrt{{3}}"])
     if kind == 5:
-        return f"{b}\\pi", [f"{b}\\pi", f"\\pi \\cdot {b}", f"{b} \\pi"], [f"{b + 1}\\pi", f"{2 * b}"]
+        return (f"{b}\\pi", [f"{b}\\pi", f"\\pi \\cdot {b}", f"{b} \\pi"],
+                [f"{b + 1}\\pi", f"{2 * b}"])
     if kind == 6:
-        return (f"x^2+{2 * b}x+{b * b}", [f"x^2+{2 * b}x+{b * b}", f"(x+{b})^2", f"{b * b}+{2 * b}x+x^2"],
+        return (f"x^2+{2 * b}x+{b * b}",
+                [f"x^2+{2 * b}x+{b * b}", f"(x+{b})^2", f"{b * b}+{2 * b}x+x^2"],
                 [f"(x-{b})^2", f"x^2+{b * b}"])
     if kind == 7:
         return (f"(-{b}, {a}]", [f"(-{b}, {a}]", f"\\left(-{b},{a}\\right]", f"(-{b},{a}]"],
                 [f"[-{b}, {a}]", f"(-{b}, {a})"])
     if kind == 8:
-        return f"({b}, {a})", [f"({b}, {a})", f"\\left( {b}, {a} \\right)", f"({b},{a})"], [f"({a}, {b + a})"]
+        return (f"({b}, {a})", [f"({b}, {a})", f"\\left( {b}, {a} \\right)", f"({b},{a})"],
+                [f"({a}, {b + a})"])
     r2 = "\\sqrt{2}" if radical else ""  # a radical coefficient: only a CAS decides those
-    return (f"\\frac{{{a}{r2}}}{{x+{b}}}", [f"\\frac{{{a}{r2}}}{{x+{b}}}", f"\\frac{{{a}{r2}}}{{{b}+x}}",
-                                          f"\\frac{{{2 * a}{r2}}}{{2x+{2 * b}}}"],
+    return (f"\\frac{{{a}{r2}}}{{x+{b}}}",
+            [f"\\frac{{{a}{r2}}}{{x+{b}}}", f"\\frac{{{a}{r2}}}{{{b}+x}}",
+             f"\\frac{{{2 * a}{r2}}}{{2x+{2 * b}}}"],
             [f"\\frac{{{a}{r2}}}{{x-{b}}}", f"\\frac{{{a + 1}{r2}}}{{x+{b}}}"])
 
 
 def make_response(rng: np.random.Generator, answer: str | None) -> str:
     prose = " ".join(rng.choice(FILLER, size=int(rng.integers(3, 8))))
-    steps = " ".join(f"{int(rng.integers(2, 99))} + {int(rng.integers(2, 99))} = ..." for _ in range(3))
+    steps = " ".join(f"{int(rng.integers(2, 99))} + {int(rng.integers(2, 99))} = ..."
+                     for _ in range(3))
     body = f"{prose}\n{steps}\n"
     if answer is None:
         return body + "I am not sure how to finish this."
@@ -147,7 +154,9 @@ def make_dataset(
     return responses, golds, kinds
 
 
-def loop_math_verify(responses, golds, timeout: float) -> tuple[list[bool], list[bool], list[float]]:
+def loop_math_verify(
+    responses, golds, timeout: float
+) -> tuple[list[bool], list[bool], list[float]]:
     """The per-sample baseline: parse + verify each response; timed out = hit the limit."""
     from math_verify import parse, verify
 
@@ -187,7 +196,8 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
           f"timeout {timeout} s")
     print(f"   categories: {dict(Counter(kinds))}")
     scores, batch_s, workers = timed_score_batch(responses, golds, timeout)
-    _, clean_s, _ = timed_score_batch([responses[i] for i in clean], [golds[i] for i in clean], timeout)
+    _, clean_s, _ = timed_score_batch([responses[i] for i in clean], [golds[i] for i in clean],
+                                      timeout)
     unique = len(set(zip(scores.extracted, golds)))
     print(f"   score_batch ({workers} workers): {batch_s:7.2f} s all ({n / batch_s:,.0f}/s), "
           f"{clean_s:.2f} s without pathological; {unique} unique pairs, "
@@ -197,7 +207,8 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
     loop_s, loop_clean_s = sum(seconds), sum(seconds[i] for i in clean)
     print(f"   parse+verify loop:        {loop_s:7.2f} s all ({n / loop_s:,.0f}/s), "
           f"{loop_clean_s:.2f} s without pathological; {sum(loop_to)} timeouts")
-    print(f"   speed ratio: {loop_s / batch_s:.1f}x all, {loop_clean_s / clean_s:.1f}x without pathological")
+    print(f"   speed ratio: {loop_s / batch_s:.1f}x all, "
+          f"{loop_clean_s / clean_s:.1f}x without pathological")
     figures = {"responses": n, "workers": workers, "score_batch_s": batch_s,
                "score_batch_clean_s": clean_s, "loop_s": loop_s, "loop_clean_s": loop_clean_s,
                "ratio_all": loop_s / batch_s, "ratio_clean": loop_clean_s / clean_s}
@@ -213,8 +224,8 @@ def bench_scoring(problems: int, samples: int, timeout: float, seed: int, cas_pe
     differ = Counter((kinds[i], loop[i], bool(scores.correct[i])) for i in agree if i not in same)
     for (kind, lv, bv), count in differ.most_common(8):
         i = next(j for j in agree if (kinds[j], loop[j], bool(scores.correct[j])) == (kind, lv, bv))
-        print(f"     {count:5d} x {kind:12s} loop={lv!s:5s} batch={bv!s:5s} e.g. gold {golds[i]!r}, "
-              f"extracted {scores.extracted[i]!r}")
+        print(f"     {count:5d} x {kind:12s} loop={lv!s:5s} batch={bv!s:5s} "
+              f"e.g. gold {golds[i]!r}, extracted {scores.extracted[i]!r}")
     return figures
 
 
@@ -229,7 +240,8 @@ def print_breakdown(responses, golds) -> None:
     unique = {(p, g) for p, g in zip(extracted, golds) if p is not None}
     undecided = [pair for pair in unique if fast_verdict(*pair) is None]
     t2 = time.perf_counter()
-    print(f"   breakdown: extraction {1e3 * (t1 - t0):.0f} ms, dedup + fast path {1e3 * (t2 - t1):.0f} ms "
+    print(f"   breakdown: extraction {1e3 * (t1 - t0):.0f} ms, "
+          f"dedup + fast path {1e3 * (t2 - t1):.0f} ms "
           f"({len(unique)} unique pairs), {len(undecided)} pairs sent to the pool: "
           f"{[p for p, _ in undecided][:4]}...")
 
@@ -261,7 +273,8 @@ def bench_overlong(n: int, seed: int) -> None:
     values = lengths.tolist()
     t_loop, c = best(lambda: [penalty_scalar(x, max_len, cache) for x in values], repeat=1)
     assert np.array_equal(a, b) and np.array_equal(a, np.array(c))
-    print(f"== overlong penalty on {n:,} lengths (first call, compile or cache load: {first:.2f} s)")
+    print(f"== overlong penalty on {n:,} lengths "
+          f"(first call, compile or cache load: {first:.2f} s)")
     print(f"   numba  {1e3 * t_numba:8.2f} ms")
     print(f"   numpy  {1e3 * t_numpy:8.2f} ms   (numba is {t_numpy / t_numba:.1f}x faster)")
     print(f"   python {1e3 * t_loop:8.2f} ms   (numba is {t_loop / t_numba:.0f}x faster)")
@@ -285,7 +298,10 @@ def table_pairs() -> list[tuple[str, str]]:
 
     pairs = set()
     for row in [r for t in bench.TABLES for r in bench.load_cases(t)] + bench.golden_cases():
-        pred = row["text"] if row["input"] == "pred" else extract_answer(row["text"], style="flexible")
+        if row["input"] == "pred":
+            pred = row["text"]
+        else:
+            pred = extract_answer(row["text"], style="flexible")
         if pred is not None:
             pairs.add((pred, row["gold"]))
     return sorted(pairs)
@@ -301,7 +317,8 @@ def split_by_path(pairs):
     local, pooled = [], []
     for pred, gold in pairs:
         core = answer_core(pred)
-        decided = fast_verdict(core, gold) is not None or numeric_verdict(core, gold, DEFAULT) is not None
+        decided = (fast_verdict(core, gold) is not None
+                   or numeric_verdict(core, gold, DEFAULT) is not None)
         (local if decided else pooled).append((pred, gold))
     return local, pooled
 
@@ -316,16 +333,18 @@ def bench_first_call(count: int, seed: int) -> dict:
     for name, pool in (("caller", local), ("pool", pooled)):
         times = []
         for pred, gold in rng.sample(pool, min(count // 2, len(pool))):
-            done = subprocess.run([sys.executable, "-c", _FIRST_CALL, pred, gold], capture_output=True,
-                                  text=True, timeout=120, check=True)
+            done = subprocess.run([sys.executable, "-c", _FIRST_CALL, pred, gold],
+                                  capture_output=True, text=True, timeout=120, check=True)
             imported, verdict, _ = json.loads(done.stdout.strip().splitlines()[-1])
             times.append((imported + verdict, imported, verdict))
         totals = sorted(t[0] for t in times)
         share = sum(t <= 0.5 for t in totals) / len(totals)
-        out[name] = {"pairs": len(totals), "median_s": totals[len(totals) // 2], "max_s": totals[-1],
+        out[name] = {"pairs": len(totals), "median_s": totals[len(totals) // 2],
+                     "max_s": totals[-1],
                      "median_import_s": sorted(t[1] for t in times)[len(times) // 2],
                      "within_0_5_s": share}
-        print(f"   decided in the {name:6s}: import + first verdict median {out[name]['median_s']:.2f} s, "
+        print(f"   decided in the {name:6s}: import + first verdict median "
+              f"{out[name]['median_s']:.2f} s, "
               f"max {totals[-1]:.2f} s (import alone median {out[name]['median_import_s']:.2f} s); "
               f"{100 * share:.0f}% within 0.5 s")
     return out
@@ -347,9 +366,11 @@ def bench_worst_case(timeout: float) -> dict:
     print(f"== slowest symbolic verdicts, {len(times)} pool-bound table pairs one at a time "
           f"(warm pool, timeout {timeout} s)")
     for seconds, late, pred, gold in times[:5]:
-        print(f"   {seconds:6.2f} s{' (timed out)' if late else ''}  {pred[:50]!r} vs {gold[:40]!r}")
+        flag = " (timed out)" if late else ""
+        print(f"   {seconds:6.2f} s{flag}  {pred[:50]!r} vs {gold[:40]!r}")
     ordered = sorted(t[0] for t in times)
-    return {"pairs": len(times), "max_s": ordered[-1], "p99_s": ordered[int(0.99 * (len(ordered) - 1))],
+    return {"pairs": len(times), "max_s": ordered[-1],
+            "p99_s": ordered[int(0.99 * (len(ordered) - 1))],
             "median_s": ordered[len(ordered) // 2], "timed_out": sum(t[1] for t in times),
             "bound_s": timeout}
 

@@ -45,7 +45,8 @@ from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 _LAZY = {
     "BatchScores": "verimath.rewards.batch", "score_batch": "verimath.rewards.batch",
     "overlong_penalty": "verimath.rewards.shaping.overlong",
-    "compute_score": "verimath.rewards.adapters", "compute_score_batch": "verimath.rewards.adapters",
+    "compute_score": "verimath.rewards.adapters",
+    "compute_score_batch": "verimath.rewards.adapters",
     "make_trl_reward": "verimath.rewards.adapters",
 }
 

@@ -72,13 +72,16 @@ class TRLReward:
         log_metric = kwargs.get("log_metric")
         if callable(log_metric) and len(scores):
             log_metric("verimath/timed_out_frac", float(scores.timed_out.mean()))
-            log_metric("verimath/no_answer_frac", sum(e is None for e in scores.extracted) / len(scores))
+            no_answer = sum(e is None for e in scores.extracted)
+            log_metric("verimath/no_answer_frac", no_answer / len(scores))
             for key, share in scores.path_shares().items():  # reward/path_box -> verimath/path_box
                 log_metric("verimath/" + key.split("/", 1)[1], share)
         return scores.reward.tolist()
 
 
-_TRL_EXTRAS = {"prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+_TRL_EXTRAS = {
+    "prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments",
+}
 
 
 def make_trl_reward(
@@ -108,7 +111,9 @@ def make_trl_reward(
         raise ValueError(f"gold_key must be a non-empty column name, got {gold_key!r}")
     _check_options(style, mode, timeout)
     if (max_length is None) != (cache_length is None):
-        raise ValueError("set both max_length and cache_length for the overlong penalty, or neither")
+        raise ValueError(
+            "set both max_length and cache_length for the overlong penalty, or neither"
+        )
     if max_length is not None:
         overlong_penalty(0, max_length=max_length, cache_length=cache_length)  # validates
     return TRLReward(gold_key, style, mode, float(timeout), max_length, cache_length,

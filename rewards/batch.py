@@ -187,7 +187,8 @@ def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float,
             verdicts[key] = (numeric, False, "numeric")
     if undecided:
         pairs = list(undecided)
-        for key, (ok, late) in zip(pairs, pool.verify(pairs, timeout=timeout, conventions=conventions)):
+        results = pool.verify(pairs, timeout=timeout, conventions=conventions)
+        for key, (ok, late) in zip(pairs, results):
             verdicts[key] = (ok, late, "timeout" if late else "symbolic")
     return verdicts
 

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "then \\boxed{} (auto), or one of them; flexible adds final-answer "
                              "phrases and the last math (evaluation)")
     parser.add_argument("--mode", default="symbolic", choices=MODES,
-                        help="equivalence: math-verify fallback, DAPO's strict integers, or strings")
+                        help="equivalence: math-verify fallback, DAPO's strict integers, "
+                             "or strings")
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="seconds per symbolic verification; a timeout scores -1 (default 5)")
     parser.add_argument("--max-length", type=int, default=None,
@@ -74,7 +75,9 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_rows(path: Path, response_field: str, answer_field: str, *, need_length: bool) -> list[dict]:
+def read_rows(
+    path: Path, response_field: str, answer_field: str, *, need_length: bool
+) -> list[dict]:
     """Parse and check the input; errors name the file, the line and the field."""
     rows = []
     with open(path, "rb") as handle:
@@ -90,7 +93,9 @@ def read_rows(path: Path, response_field: str, answer_field: str, *, need_length
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise ValueError(
+                    f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
+                ) from None
             if not isinstance(row, dict):
                 raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
             _check_row(row, where, response_field, answer_field, need_length)

@@ -42,7 +42,8 @@ def is_equivalent(
     (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
     never call math-verify. The first call in mode ``"symbolic"`` launches the pool's
     processes in the background (``ScoringPool.start``) and returns as soon as its own pair
-    is decided: a pair decided in this process does not wait for them. Gold is the reference: ``verify(gold, pred)``, not symmetric.
+    is decided: a pair decided in this process does not wait for them. Gold is the
+    reference: ``verify(gold, pred)``, not symmetric.
     ``conventions`` (``Conventions``, ``"default"`` or ``"strict"``; see
     ``verimath.rewards.equality.conventions``) settles what graders differ on: a value
     against ``name = value``, a relation's right side, decimals against exact golds, the
@@ -66,7 +67,9 @@ def is_equivalent(
     return _verdict(answer_core(pred), gold, mode, timeout, conventions)
 
 
-def _verdict(pred: str | None, gold: str, mode: str, timeout: float, conventions: Conventions) -> bool:
+def _verdict(
+    pred: str | None, gold: str, mode: str, timeout: float, conventions: Conventions
+) -> bool:
     """The fast path, the numeric check, then math-verify in the pool; ``pred`` is compared
     as it is."""
     check_mode(mode)
@@ -99,7 +102,8 @@ def correctness_reward(
         style: answer extraction, ``"auto"`` (``<answer>`` tag, a final ``A:`` line,
             ``Answer:`` line, then ``\\boxed{}``; the strict format, for training),
             ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also final-answer phrases in many
-            languages and the last math; for evaluation); see ``verimath.rewards.extraction.final_answer``.
+            languages and the last math; for evaluation); see
+            ``verimath.rewards.extraction.final_answer``.
         mode: ``"symbolic"`` (fast exact path, then math-verify), ``"integer"`` (DAPO's
             strict integer matching) or ``"string"`` (normalized strings).
         timeout: wall-clock seconds for the symbolic check; a timeout scores -1.0.

@@ -116,12 +116,14 @@ def _decide(pred: str, gold: str, mode: str, timeout: float, conventions: Conven
     numeric = numeric_verdict(pred, gold, conventions) if mode == "symbolic" else None
     if numeric is not None:
         return numeric, "numeric", decision.convention, *sides
-    (verdict, late), = default_pool().verify([(pred, gold)], timeout=timeout, conventions=conventions)
+    (verdict, late), = default_pool().verify([(pred, gold)], timeout=timeout,
+                                             conventions=conventions)
     if late:
         return False, "timeout", None, *sides
     (alone, late), = _math_verify_pool().verify([(pred, gold)], timeout=timeout,
                                                 conventions=conventions)
-    return verdict, ("symbolic" if late or alone == verdict else "probe"), decision.convention, *sides
+    rule = "symbolic" if late or alone == verdict else "probe"
+    return verdict, rule, decision.convention, *sides
 
 
 def _normalized(gold: str) -> str:

@@ -26,10 +26,10 @@ Every setting, its default, and its strict reading:
     A decimal prediction of an exact gold (``0.142857`` for ``\\frac{1}{7}``) is right when it
     has at least this many significant digits and is correct to this many: within half a unit
     of the gold's last such digit (``0.0833333333333333`` is ``\\frac{1}{12}``; ``0.1429`` is
-    not ``\\frac{1}{7}``, nor is the cut ``0.666666`` ``\\frac{2}{3}``). Strict (``None``): it must equal the gold exactly (``0.5`` is
-    ``\\frac12``). A decimal gold is a rounded value either way: an exact prediction matches it
-    when rounding or cutting the prediction to the gold's decimal places gives the gold (with
-    ``None``, only an equal value).
+    not ``\\frac{1}{7}``, nor is the cut ``0.666666`` ``\\frac{2}{3}``). Strict (``None``): it
+    must equal the gold exactly (``0.5`` is ``\\frac12``). A decimal gold is a rounded value
+    either way: an exact prediction matches it when rounding or cutting the prediction to the
+    gold's decimal places gives the gold (with ``None``, only an equal value).
 ``ordered_lists`` (default ``False``; strict ``True``)
     Tuples ``(a, b)`` always keep their order and sets ``\\{a, b\\}`` never do; this decides bare
     lists ``a, b``: by default a bare list is compared as a multiset, as math-verify reads it

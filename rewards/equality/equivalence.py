@@ -239,8 +239,8 @@ def _fast_decision(pred: str, gold: str, mode: str, conventions: Conventions) ->
     if p == g:
         return Decision(p != "" or None, "exact" if p else "undecided", p, g)
     verdict, convention = _compare(p, g, conventions)
-    return Decision(verdict, "undecided" if verdict is None else ("convention" if convention else "fast"),
-                    p, g, convention or reading.convention)
+    rule = "undecided" if verdict is None else ("convention" if convention else "fast")
+    return Decision(verdict, rule, p, g, convention or reading.convention)
 
 
 def _strict_mode(pred: str, gold: str, mode: str) -> Decision:
@@ -352,7 +352,8 @@ def _number_versus(number: tuple[Fraction, bool], other: str, text: str, is_pred
             return surd == ((value, 1, 0) if value else (Fraction(0), 1, 0)), None
         if decimal_places(text) is not None:
             exact = surd_value(*surd)
-            agrees = decimal_agrees(text, exact, digits) if is_pred else decimal_matches(text, exact, digits)
+            agrees = (decimal_agrees(text, exact, digits) if is_pred
+                      else decimal_matches(text, exact, digits))
             return agrees, "decimal_digits"
     kind, items = collection(other)
     bracketed = other.startswith(("(", "[", "\\{")) and items is not None

@@ -126,7 +126,8 @@ def _are_distinct_intervals(a: tuple[str, list[Fraction]], b: tuple[str, list[Fr
 MAX_RADICAND = 10**6  # larger radicands are left to math-verify (square-factoring cost)
 _SURD_TOKEN = re.compile(r"\\frac|\\sqrt|\\pi|\\cdot|\\times|[0-9]+|[{}+-]|.", re.ASCII)
 
-Surd = tuple[Fraction, int, int]  # (q, m, k) is q * sqrt(m) * pi^k, m squarefree, q != 0 or (0, 1, 0)
+# (q, m, k) is q * sqrt(m) * pi^k, m squarefree, q != 0 or (0, 1, 0)
+Surd = tuple[Fraction, int, int]
 
 
 def parse_surd(text: str) -> Surd | None:

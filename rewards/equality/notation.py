@@ -53,7 +53,9 @@ _DECORATION = re.compile(
 _REL = r"(?:<=|>=|<|>|≤|≥|\\(?:leqslant|geqslant|leq|geq|le|ge|lt|gt)(?![A-Za-z]))"
 _VAR = r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?"
 _SIDE = r"[^<>≤≥,;]+?"
-_CHAIN = re.compile(rf"\s*(?P<a>{_SIDE})\s*(?P<op1>{_REL})\s*(?P<v>{_VAR})\s*(?P<op2>{_REL})\s*(?P<b>{_SIDE})\s*")
+_CHAIN = re.compile(
+    rf"\s*(?P<a>{_SIDE})\s*(?P<op1>{_REL})\s*(?P<v>{_VAR})\s*(?P<op2>{_REL})\s*(?P<b>{_SIDE})\s*"
+)
 _VAR_FIRST = re.compile(rf"\s*(?P<v>{_VAR})\s*(?P<op>{_REL})\s*(?P<b>{_SIDE})\s*")
 _VAR_LAST = re.compile(rf"\s*(?P<a>{_SIDE})\s*(?P<op>{_REL})\s*(?P<v>{_VAR})\s*")
 _NOT_EQUAL = re.compile(rf"\s*{_VAR}\s*(?:\\neq?(?![A-Za-z])|≠)\s*(?P<b>{_SIDE})\s*")
@@ -164,7 +166,9 @@ def _relation_interval(text: str) -> str | None:
     first = _VAR_FIRST.fullmatch(text)
     if first is not None:
         op, b = first.group("op"), first.group("b").strip()
-        return _interval("-\\infty", "<", b, op) if _is_less(op) else _interval(b, op, "\\infty", "<")
+        if _is_less(op):
+            return _interval("-\\infty", "<", b, op)
+        return _interval(b, op, "\\infty", "<")
     unequal = _NOT_EQUAL.fullmatch(text)
     if unequal is not None:  # x \ne a: everything but a
         b = unequal.group("b").strip()
@@ -172,7 +176,9 @@ def _relation_interval(text: str) -> str | None:
     last = _VAR_LAST.fullmatch(text)
     if last is not None:
         op, a = last.group("op"), last.group("a").strip()
-        return _interval(a, op, "\\infty", "<") if _is_less(op) else _interval("-\\infty", "<", a, op)
+        if _is_less(op):
+            return _interval(a, op, "\\infty", "<")
+        return _interval("-\\infty", "<", a, op)
     return None
 
 

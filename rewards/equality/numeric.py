@@ -14,10 +14,10 @@ compares their values in the reals, as the pool's probe (``probe``) does after m
   the next sign, bracket or function (``\\sin 2x`` is ``\\sin(2x)``, ``\\sin x \\cos x`` a
   product, as math-verify reads them); anything the grammar would read in a way math-verify
   might not (``\\sin x \\cdot y``, ``a/b \\cdot c``), decimals (rounding is a convention of its
-  own), ``i`` beside other letters, absolute values, floors, factorials, relations, lists and every other command
-  make the text unreadable here, and so do two letters side by side (``ab`` may be a word,
-  ``cm`` a unit) and a letter after a number and a space (``18 apples``, ``5 m``): the pool
-  decides those.
+  own), ``i`` beside other letters, absolute values, floors, factorials, relations, lists and
+  every other command make the text unreadable here, and so do two letters side by side
+  (``ab`` may be a word, ``cm`` a unit) and a letter after a number and a space (``18 apples``,
+  ``5 m``): the pool decides those.
 * Values: 24 points per pair (a fixed seed), seven in ten positive and one in four far out,
   as in the probe; a point where either side leaves the reals (a square root of a negative,
   a logarithm of a non-positive number) is skipped. Every function of the grammar is
@@ -112,7 +112,9 @@ def parse_expression(text: str, *, imaginary: bool = False):
     """The expression tree of ``text`` (nested tuples), or None outside the grammar;
     ``imaginary``: the letter ``i`` is the imaginary unit."""
     text = _SKIP.sub(" ", text).strip()
-    if not text or len(text) > MAX_CHARS or _WORD.search(re.sub(r"\\[A-Za-z]+|_\{[^{}]*\}", "#", text)):
+    if not text or len(text) > MAX_CHARS:
+        return None
+    if _WORD.search(re.sub(r"\\[A-Za-z]+|_\{[^{}]*\}", "#", text)):
         return None  # words and units ("18 apples", "5 cm"), and "ab": the pool's call
     parser = _Parser([tok for tok in _TOKEN.findall(text) if not tok.isspace()], imaginary)
     try:
@@ -270,7 +272,8 @@ class _Parser:
             return self.atom()
         if _is_digits(tok):
             return self.script()
-        if (len(tok) == 1 and tok.isalpha()) or tok == "\\pi" or (tok.startswith("\\") and tok[1:] in _GREEK):
+        is_greek = tok.startswith("\\") and tok[1:] in _GREEK
+        if (len(tok) == 1 and tok.isalpha()) or tok == "\\pi" or is_greek:
             return self.atom()
         raise _Unreadable
 
@@ -307,7 +310,10 @@ class _Parser:
             self.take(")")
         else:
             argument = self.implicit_argument()
-        tree = self.node("logb", base, argument) if base is not None else self.node("call", name, argument)
+        if base is not None:
+            tree = self.node("logb", base, argument)
+        else:
+            tree = self.node("call", name, argument)
         return tree if power is None else self.node("pow", tree, power)
 
     def implicit_argument(self):

@@ -4,12 +4,12 @@ Model answers are often written as a calculator would take them: function calls
 (``sqrt(5)``, ``abs(x-1)``, ``exp(2)``, ``log(8)``, ``cos(x)^2``), ``^`` or ``**`` for powers,
 ``*`` for products, ``pi``, implicit products (``2x``, ``3pi``, ``2(x+1)``), relations
 (``<=``, ``>=``, ``!=``) and mixed numbers (``2 1/4`` is nine quarters). ``log`` is the
-natural logarithm, as in calculators' ``log`` of programming languages and computer algebra. ``to_latex`` parses
-such text with its own tokenizer and recursive-descent parser and writes the same math in
-LaTeX, which then takes the one symbolic path of every answer (the fast exact path, then
-math-verify's LaTeX parser). Nothing is evaluated: the output is a string built from the
-tokens, and text that is not plain notation (a backslash, a character outside the grammar,
-unbalanced brackets, more than ``MAX_CHARS`` characters) is returned unchanged.
+natural logarithm, as in calculators' ``log`` of programming languages and computer algebra.
+``to_latex`` parses such text with its own tokenizer and recursive-descent parser and writes
+the same math in LaTeX, which then takes the one symbolic path of every answer (the fast exact
+path, then math-verify's LaTeX parser). Nothing is evaluated: the output is a string built
+from the tokens, and text that is not plain notation (a backslash, a character outside the
+grammar, unbalanced brackets, more than ``MAX_CHARS`` characters) is returned unchanged.
 
 Grammar (``^`` and ``**`` bind right and tighter than unary minus, as in ``-x^2``)::
 

@@ -20,11 +20,12 @@ inside the functions, so importing ``verimath.rewards`` stays light.
       ``\\bmod``, piecewise definitions), which can agree at every sampled real and differ
       elsewhere (``\\lfloor x \\rfloor`` and ``\\lceil x \\rceil - 1`` differ at every
       integer). Such expressions are also evaluated at integers and half-integers, and one
-      disagreement there makes them unequal; their agreement leaves math-verify's verdict. Identities that math-verify's simplification
-      misses (``\\sin x + \\cos x`` and ``\\sqrt2 \\sin(x + \\pi/4)``, ``e^{\\ln x}`` and
-      ``x``) are found, and a false "equal" from simplification is caught
-      (``\\sqrt{x^2}`` is ``|x|``, not ``x``). A symbol ``i`` on both sides, with no other
-      variable, is the imaginary unit; constants are compared as complex numbers.
+      disagreement there makes them unequal; their agreement leaves math-verify's verdict.
+      Identities that math-verify's simplification misses (``\\sin x + \\cos x`` and
+      ``\\sqrt2 \\sin(x + \\pi/4)``, ``e^{\\ln x}`` and ``x``) are found, and a false "equal"
+      from simplification is caught (``\\sqrt{x^2}`` is ``|x|``, not ``x``). A symbol ``i`` on
+      both sides, with no other variable, is the imaginary unit; constants are compared as
+      complex numbers.
     * A decimal literal against a constant: the ``decimal_digits`` convention (``tolerance``:
       a decimal gold is a rounded exact value; a decimal prediction of an exact gold needs
       ``digits`` significant digits, agreeing).

@@ -1,13 +1,13 @@
 """Equations, their sides, and which side is the answer.
 
-``equation_sides(text)`` splits an equation (``a = b``, a chain ``a = b = c``, or ``a \\approx b``)
-at its top-level relation signs; an inequality, a list (a top-level comma), alternatives
-(``x = 41 or x = 42``) or text without ``=`` gives None. Two equations are compared as relations (``relations_equal``): both are
-written ``first side - last side = 0`` and read as polynomials with rational coefficients
-in any number of letters; they are the same relation when one polynomial is a non-zero
-constant times the other (``b = a`` is ``a = b``; ``2y = 4x + 6`` is ``y = 2x + 3``;
-``x + y = 5`` is ``y = 5 - x``). Two linear relations that are not proportional differ
-(``x = 2`` is not ``y = 2``); for others the symbolic path decides.
+``equation_sides(text)`` splits an equation (``a = b``, a chain ``a = b = c``, or
+``a \\approx b``) at its top-level relation signs; an inequality, a list (a top-level comma),
+alternatives (``x = 41 or x = 42``) or text without ``=`` gives None. Two equations are
+compared as relations (``relations_equal``): both are written ``first side - last side = 0``
+and read as polynomials with rational coefficients in any number of letters; they are the same
+relation when one polynomial is a non-zero constant times the other (``b = a`` is ``a = b``;
+``2y = 4x + 6`` is ``y = 2x + 3``; ``x + y = 5`` is ``y = 5 - x``). Two linear relations that
+are not proportional differ (``x = 2`` is not ``y = 2``); for others the symbolic path decides.
 
 ``is_name(side)`` says whether the left side of ``name = value`` names the answer (see
 ``conventions`` for the forms), ``is_computation(side)`` whether it is a computation
@@ -230,8 +230,10 @@ class _Parser:
             self.i += 1
             top = self.argument()
             return _divide(top, self.argument())
-        if (tok[:1].isalpha() or tok.startswith("\\")) and tok not in ("\\frac", "\\cdot", "\\times"):
-            if tok in _CONSTANT_LETTERS or (tok.startswith("\\") and not re.match(rf"\\(?:{_GREEK})", tok)):
+        is_letter_or_command = tok[:1].isalpha() or tok.startswith("\\")
+        if is_letter_or_command and tok not in ("\\frac", "\\cdot", "\\times"):
+            is_other_command = tok.startswith("\\") and not re.match(rf"\\(?:{_GREEK})", tok)
+            if tok in _CONSTANT_LETTERS or is_other_command:
                 raise _Reject
             self.i += 1
             return {((tok, 1),): Fraction(1)}

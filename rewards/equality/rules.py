@@ -27,7 +27,9 @@ _WRAPPED = re.compile(
     r"\{([^{}]*)\}"
 )
 _LETTER_ONLY = re.compile(r"\(?\s*([A-Ja-j])\s*\)?\s*[.:]?")
-_WITH_TEXT = re.compile(r"\(\s*([A-Ja-j])\s*\)\s*[.:]?\s*(?P<text>.+)|([A-J])\s*[.:)]\s*(?P<text2>.+)")
+_WITH_TEXT = re.compile(
+    r"\(\s*([A-Ja-j])\s*\)\s*[.:]?\s*(?P<text>.+)|([A-J])\s*[.:)]\s*(?P<text2>.+)"
+)
 _OTHER_OPTION = re.compile(r"\(\s*[A-Ja-j]\s*\)|\b(?:or|and)\b|,")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z ]*[A-Za-z]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")

@@ -64,7 +64,8 @@ def _is_currency(content: str, after: str) -> bool:
     ``$54\\text{ cm}^2$`` and ``$3ab^2 = 0$`` are math)."""
     if _CURRENCY_START.match(content) is None:
         return False
-    return content[-1:].isspace() or after.isdigit() or _count_words(content, 0, len(content), 0) >= 2
+    return (content[-1:].isspace() or after.isdigit()
+            or _count_words(content, 0, len(content), 0) >= 2)
 
 
 def delimited_spans(text: str) -> list[tuple[int, int, int, int]]:

@@ -14,11 +14,11 @@ Styles (``extract_answer(text, style=...)``):
     of that line (or the next non-blank line when the colon ends its line; when that line is
     just a display-math opener, ``$$`` or ``\\[``, the block up to its closer). If that text holds
     a ``\\boxed{...}``, the box content is the answer (an empty box: an empty answer). Then
-    the delimiters around it are stripped (``text.delimiters``: ``$``, ``\\(``/``\\)``, ``\\[``/``\\]``,
-    ``**``, a trailing period or comma, whitespace). An empty answer counts as none and the previous ``Answer:``
-    is tried (at most the last 256 marks are). Nothing else is cut: ``Answer: 15 (the sum)``
-    gives ``15 (the sum)``, which the DAPO format does not allow and which is then scored
-    as incorrect (``style="flexible"`` reads ``15`` from it).
+    the delimiters around it are stripped (``text.delimiters``: ``$``, ``\\(``/``\\)``,
+    ``\\[``/``\\]``, ``**``, a trailing period or comma, whitespace). An empty answer counts as
+    none and the previous ``Answer:`` is tried (at most the last 256 marks are). Nothing else is
+    cut: ``Answer: 15 (the sum)`` gives ``15 (the sum)``, which the DAPO format does not allow
+    and which is then scored as incorrect (``style="flexible"`` reads ``15`` from it).
 ``"boxed"``
     The content of the last ``\\boxed{...}`` or ``\\fbox{...}``, braces balanced and nested
     braces kept (``\\{`` and ``\\}`` are literal braces, not grouping). TeX's brace-less form
@@ -38,8 +38,8 @@ Styles (``extract_answer(text, style=...)``):
     gives the math it states, ``A: 3 + 4 = 7`` gives ``7``); (1) the last usable ``Answer:``
     line (also ``Final Answer:``, ``The answer is:``; a short line without math, such as
     ``Answer: Monday``, is an answer in words unless a box follows), where a line that holds
-    words gives the math stated in it (``Final Answer: The largest $n$ is 34.`` gives ``34``); (2) the
-    last ``\\boxed{}`` (boxes that only connectors separate form one list:
+    words gives the math stated in it (``Final Answer: The largest $n$ is 34.`` gives
+    ``34``); (2) the last ``\\boxed{}`` (boxes that only connectors separate form one list:
     ``boxed_answer``); (3) the math after the last final-answer phrase in any of a dozen
     languages (``The final answer is``, ``答案是``, ``La réponse est``, ``La respuesta es``,
     ``Die Antwort ist``, ``Ответ:``, ``الإجابة هي``, ``उत्तर``, ``答えは`` ...; see
@@ -55,8 +55,9 @@ Styles (``extract_answer(text, style=...)``):
 
 ``answer_core(pred)`` is the math of a prediction that still carries words: what the
 flexible style reads from it when it holds a label, a tag or an ``A:`` line (``Answer: X``
-is ``X``), else a box content, or the math stated in the sentence (``Therefore $x \\geq 5$ is the solution.`` gives
-``x \\geq 5``); a prediction without words is returned as it is.
+is ``X``), else a box content, or the math stated in the sentence
+(``Therefore $x \\geq 5$ is the solution.`` gives ``x \\geq 5``); a prediction without words
+is returned as it is.
 """
 
 from __future__ import annotations
@@ -224,7 +225,9 @@ def answer_core(pred: str) -> str:
     return cleaned if cleaned else pred
 
 
-def _extract_dapo(text: str, *, flexible: bool = False, mark: re.Pattern = _ANSWER_MARK) -> str | None:
+def _extract_dapo(
+    text: str, *, flexible: bool = False, mark: re.Pattern = _ANSWER_MARK
+) -> str | None:
     """The answer of the last non-empty ``Answer:`` line (see the module docstring).
 
     ``flexible``: a line that holds words gives the math stated in it (``pick_answer``), and

@@ -25,8 +25,8 @@ option is (B).``), the flexible style's last resort when a response has no math.
 Refusals (``refuses``): a response whose writer says they cannot solve, answer or
 determine the problem (``I cannot solve this``, ``I don't know how to...``, ``I give up``,
 ``this question cannot be answered``, ``not enough information``; a person in the problem
-who "couldn't come" is no refusal) states no answer of its own; the flexible style's last-math fallback then
-gives ``None``, so numbers restated from the question earn nothing.
+who "couldn't come" is no refusal) states no answer of its own; the flexible style's
+last-math fallback then gives ``None``, so numbers restated from the question earn nothing.
 """
 
 from __future__ import annotations

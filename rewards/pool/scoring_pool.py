@@ -15,8 +15,8 @@ with an address-space limit (``memory_limit_mb``) and die with the zygote, which
 the pool closes or the calling process dies.
 
 Ordering: ``verify(pairs, timeout=..., conventions=...)`` returns one ``(verdict, timed_out)``
-per pair, in order. Each worker holds at most one item; a killed worker's pipe is closed, so a late answer
-can never be attributed to a later item.
+per pair, in order. Each worker holds at most one item; a killed worker's pipe is closed, so a
+late answer can never be attributed to a later item.
 
 Crashes: a worker that dies while it holds an item (a segfault, the kernel's OOM killer, a
 stray ``kill``) is replaced and its item is sent once more to a fresh worker; if that one dies
@@ -160,7 +160,8 @@ def _verdict_path(verdict) -> str:
         return ""
     module = getattr(verdict, "__module__", None)
     qualname = getattr(verdict, "__qualname__", None)
-    if not callable(verdict) or not module or not qualname or "<" in qualname or module == "__main__":
+    if (not callable(verdict) or not module or not qualname or "<" in qualname
+            or module == "__main__"):
         raise ValueError(
             f"verdict must be a function importable by name from a module (not __main__, not a "
             f"lambda or a nested function), got {verdict!r}"
@@ -175,8 +176,9 @@ class ScoringPool:
     Args:
         workers: number of worker processes (default: the CPUs this process may use, at most 8).
         verdict: the function ``(pred, gold) -> bool`` that workers run; default
-            ``verimath.rewards.equality.equivalence.symbolic_verdict`` (math-verify, gold first). A custom
-            one must be importable by name (workers import it; it is never pickled).
+            ``verimath.rewards.equality.equivalence.symbolic_verdict`` (math-verify, gold
+            first). A custom one must be importable by name (workers import it; it is never
+            pickled).
         memory_limit_mb: address-space limit of each worker (``RLIMIT_AS``); an item that
             needs more fails with MemoryError and counts as incorrect. 0 disables it.
         cache_size: verdicts remembered (least recently used dropped first), so that answers
@@ -203,7 +205,8 @@ class ScoringPool:
             workers = min(_usable_cpus(), 8)
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
-        if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int) or memory_limit_mb < 0:
+        if (isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int)
+                or memory_limit_mb < 0):
             raise ValueError(f"memory_limit_mb must be >= 0 (0 = no limit), got {memory_limit_mb}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be >= 0 (0 = no cache), got {cache_size!r}")

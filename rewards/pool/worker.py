@@ -86,7 +86,9 @@ def zygote_main(control_fd: int, memory_limit_mb: int, verdict_path: str) -> Non
     os._exit(0)
 
 
-def _serve_pending(control: socket.socket, children: set[int], verdict, memory_limit_mb: int) -> bool:
+def _serve_pending(
+    control: socket.socket, children: set[int], verdict, memory_limit_mb: int
+) -> bool:
     """Serve the requests already waiting on control; False once the pool has closed."""
     import select
 

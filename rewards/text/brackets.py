@@ -26,7 +26,9 @@ def top_level_indexes(text: str, sep: str, opens: str = OPENS, closes: str = CLO
     return out
 
 
-def top_level_split(text: str, sep: str = ",", opens: str = OPENS, closes: str = CLOSES) -> list[str]:
+def top_level_split(
+    text: str, sep: str = ",", opens: str = OPENS, closes: str = CLOSES
+) -> list[str]:
     """``text`` split at ``sep`` outside brackets (``"(1,2),3"`` gives ``["(1,2)", "3"]``)."""
     cuts = top_level_indexes(text, sep, opens, closes)
     bounds = [-1, *cuts, len(text)]

@@ -37,7 +37,8 @@ def strip_delimiters(answer: str) -> str:
         for left, right in _WRAPPERS:
             if len(answer) >= 4 and answer.startswith(left) and answer.endswith(right):
                 answer = answer[2:-2].strip()
-        answer = _DISPLAYSTYLE.sub("", answer, count=1) if answer.startswith("\\displaystyle") else answer
+        if answer.startswith("\\displaystyle"):
+            answer = _DISPLAYSTYLE.sub("", answer, count=1)
         answer = _unbox_whole(answer)
         if answer == before:
             break

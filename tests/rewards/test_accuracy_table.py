@@ -50,7 +50,8 @@ def test_verimath_agrees_with_the_labels_and_accepts_no_hack():
     for style, got in verdicts.items():
         hacks = [r["id"] for v, r in zip(got, ROWS) if v and r["kind"] == "reward_hack"]
         assert hacks == [], f"{style} accepted {hacks}"
-    standard = [(v, r["label"]) for v, r in zip(verdicts["auto"], ROWS) if r["kind"] == "standard_format"]
+    standard = [(v, r["label"]) for v, r in zip(verdicts["auto"], ROWS)
+                if r["kind"] == "standard_format"]
     assert all(v == label for v, label in standard)
 
 
@@ -60,7 +61,9 @@ NEW_ROWS = bench.load_cases(bench.NEW_TABLE)
 HELD_OUT = {"accuracy_cases.jsonl": "a847ffdbb17167d0", "new_cases.jsonl": "5e8c3dfcc7ae3c7c"}
 
 
-@pytest.mark.parametrize("rows, name", [(ROWS, "accuracy_cases.jsonl"), (NEW_ROWS, "new_cases.jsonl")])
+@pytest.mark.parametrize(
+    "rows, name", [(ROWS, "accuracy_cases.jsonl"), (NEW_ROWS, "new_cases.jsonl")]
+)
 def test_the_split_is_fixed_and_balanced_by_kind(rows, name):
     import hashlib
 
@@ -85,7 +88,8 @@ def test_the_new_table_is_well_formed():
 def test_no_style_accepts_a_hack_of_the_new_table():
     verdicts = bench.verimath_verdicts(NEW_ROWS)
     for style, got in verdicts.items():
-        hacks = [r["id"] for v, r in zip(got, NEW_ROWS) if v and r["kind"].startswith("reward_hack")]
+        hacks = [r["id"] for v, r in zip(got, NEW_ROWS)
+                 if v and r["kind"].startswith("reward_hack")]
         assert hacks == [], f"{style} accepted {hacks}"
 
 

@@ -22,7 +22,8 @@ def test_plain_completions():
 
 def test_conversational_completions_score_the_last_assistant_message():
     chats = [[{"role": "assistant", "content": c}] for c in COMPLETIONS]
-    chats[0] = [{"role": "user", "content": "Answer: 9"}, {"role": "assistant", "content": "Answer: 4"}]
+    chats[0] = [{"role": "user", "content": "Answer: 9"},
+                {"role": "assistant", "content": "Answer: 4"}]
     chats[1] = [{"role": "assistant", "content": [{"type": "text", "text": "\\boxed{0.5}"}]}]
     assert make_trl_reward()(chats, answer=GOLDS) == [1.0, 1.0, -1.0, -1.0]
 

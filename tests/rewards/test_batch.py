@@ -84,7 +84,8 @@ def test_empty_batch():
 def test_only_unique_undecided_pairs_reach_the_pool():
     pool = RecordingPool()
     undecided = "\\frac{\\sin x}{|\\cos x|}"  # an absolute value: only math-verify decides it
-    responses = ["Answer: x+1"] * 16 + [f"Answer: {undecided}"] * 8 + ["Answer: 3"] * 8 + ["none"] * 4
+    responses = (["Answer: x+1"] * 16 + [f"Answer: {undecided}"] * 8 + ["Answer: 3"] * 8
+                 + ["none"] * 4)
     golds = ["x+1"] * 36
     got = score_with_pool(pool, responses, golds)
     # "x+1" == "x+1" and "3" vs "x+1" are settled by the exact path.
@@ -99,8 +100,8 @@ def test_only_unique_undecided_pairs_reach_the_pool():
 
 def test_the_numeric_check_settles_expressions_in_the_caller():
     pool = RecordingPool()
-    responses = ["Answer: \\frac{\\sin x}{\\cos x}", "Answer: \\sin 2x", "Answer: \\sin^2 x + \\cos^2 x",
-                 "Answer: |x|"]
+    responses = ["Answer: \\frac{\\sin x}{\\cos x}", "Answer: \\sin 2x",
+                 "Answer: \\sin^2 x + \\cos^2 x", "Answer: |x|"]
     got = score_with_pool(pool, responses, ["\\tan x", "2\\sin x \\cos x", "1", "x"])
     assert got.rules == ["numeric", "numeric", "numeric", "symbolic"]
     assert got.correct.tolist()[:3] == [True, True, True]
@@ -138,7 +139,8 @@ def test_threads_share_the_default_pool():
     out: dict[int, list[bool]] = {}
 
     def run(k: int) -> None:
-        out[k] = score_batch([f"Answer: {k}x", f"Answer: x{k}", "Answer: 0"], [f"{k}*x"] * 3).correct.tolist()
+        scores = score_batch([f"Answer: {k}x", f"Answer: x{k}", "Answer: 0"], [f"{k}*x"] * 3)
+        out[k] = scores.correct.tolist()
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(2, 6)]
     for t in threads:

@@ -14,8 +14,10 @@ from verimath.rewards.equality.equivalence import fast_decision, fast_verdict
 from verimath.rewards.equality.relations import equation_sides, is_name, relations_equal
 
 STRICT = STRICT_CONVENTIONS
-values = st.one_of(st.integers(-999, 999).map(str),
-                   st.tuples(st.integers(1, 40), st.integers(2, 40)).map(lambda t: f"\\frac{{{t[0]}}}{{{t[1]}}}"))
+tex_fractions = st.tuples(st.integers(1, 40), st.integers(2, 40)).map(
+    lambda t: f"\\frac{{{t[0]}}}{{{t[1]}}}"
+)
+values = st.one_of(st.integers(-999, 999).map(str), tex_fractions)
 names = st.sampled_from(["y", "x", "k", "a_1", "a_{n}", "AB", "|AB|", "f(x)", "P(3)", "\\theta",
                          "\\angle ABC", "S_1 : S_2", "BC", "\\cos A", "m"])
 
@@ -73,9 +75,11 @@ def test_a_decimal_of_an_exact_gold_needs_the_configured_significant_digits(valu
 
 
 def test_decimal_examples_both_ways():
-    for pred, gold, default in [("0.0833333333333333", "\\frac{1}{12}", True), ("0.142857", "\\frac17", True),
-                                ("0.1429", "\\frac17", False), ("1.4142135623730951", "\\sqrt{2}", True),
-                                ("3.1416", "\\pi", False), ("3.14159", "\\pi", True), ("0.5", "\\frac12", True)]:
+    for pred, gold, default in [
+        ("0.0833333333333333", "\\frac{1}{12}", True), ("0.142857", "\\frac17", True),
+        ("0.1429", "\\frac17", False), ("1.4142135623730951", "\\sqrt{2}", True),
+        ("3.1416", "\\pi", False), ("3.14159", "\\pi", True), ("0.5", "\\frac12", True),
+    ]:
         assert is_equivalent(pred, gold) is default, (pred, gold)
         assert is_equivalent(pred, gold, conventions="strict") is (pred == "0.5"), (pred, gold)
 
@@ -96,8 +100,9 @@ def test_order_counts_for_tuples_never_for_sets_and_for_bare_lists_only_when_str
 @pytest.mark.parametrize(
     "pred, gold, default, strict",
     [("c", "C", True, False), ("\\text{(C)}", "C", True, True), ("\\textbf{B}", "(B)", True, True),
-     ("(C) parabola", "C", True, False), ("(A) or (B)", "A", False, False), ("A, B", "A", False, False),
-     ("D", "C", False, False), ("\\(\\boxed{\\text{(B)}}\\)", "B", True, True), ("C.", "\\text{(C)}", True, True)],
+     ("(C) parabola", "C", True, False), ("(A) or (B)", "A", False, False),
+     ("A, B", "A", False, False), ("D", "C", False, False),
+     ("\\(\\boxed{\\text{(B)}}\\)", "B", True, True), ("C.", "\\text{(C)}", True, True)],
 )
 def test_choice_letters_both_ways(pred, gold, default, strict):
     assert is_equivalent(pred, gold) is default

@@ -142,8 +142,10 @@ def _surd_spellings(q: Fraction, s: int, m: int, pi: bool) -> st.SearchStrategy[
     a, b = q.numerator, q.denominator
     p = "\\pi" if pi else ""
     return st.sampled_from([
-        f"\\frac{{{a * s}\\sqrt{{{m}}}{p}}}{{{b}}}", f"\\frac{{{a}}}{{{b}}}\\sqrt{{{s * s * m}}}{p}",
-        f"\\frac{{{a * s}}}{{{b}}} \\cdot \\sqrt {{{m}}} {p}", f"{p}\\sqrt{{{m}}}\\frac{{{a * s}}}{{{b}}}",
+        f"\\frac{{{a * s}\\sqrt{{{m}}}{p}}}{{{b}}}",
+        f"\\frac{{{a}}}{{{b}}}\\sqrt{{{s * s * m}}}{p}",
+        f"\\frac{{{a * s}}}{{{b}}} \\cdot \\sqrt {{{m}}} {p}",
+        f"{p}\\sqrt{{{m}}}\\frac{{{a * s}}}{{{b}}}",
         f"\\frac{{{a * s * m}{p}}}{{{b}\\sqrt{{{m}}}}}",
     ])
 
@@ -224,14 +226,18 @@ def test_fast_verdict_never_raises(pred, gold, mode):
         ("\\pi \\cdot 8", "8\\pi", True), ("\\frac{1}{\\sqrt{2}}", "\\frac{\\sqrt2}{2}", True),
         ("-\\frac{5\\pi}{6}", "-\\frac56\\pi", True), ("12\\sqrt{3}", "11\\sqrt{3}", False),
         ("7\\sqrt{2}", "7\\sqrt{3}", False), ("\\frac{\\pi}{3}", "60^\\circ", False),
-        ("\\sqrt[3]{8}", "2", None), ("\\sqrt{-4}", "2", None), ("1+\\sqrt{2}", "\\sqrt{2}+1", None),
+        ("\\sqrt[3]{8}", "2", None), ("\\sqrt{-4}", "2", None),
+        ("1+\\sqrt{2}", "\\sqrt{2}+1", None),
         ("1000000000000000001", "10^{18}", False), ("\\frac{1}{999}", "\\frac{1}{998}", False),
-        # decimals (rewards/equality/tolerance.py) and letter case (rewards/equality/rules.py) decide here; the rest is math-verify's
+        # decimals (rewards/equality/tolerance.py) and letter case (rewards/equality/rules.py)
+        # decide here; the rest is math-verify's
         ("0.333333", "1/3", True), ("0.33333", "1/3", False), ("0.1234564", "0.1234561", True),
         ("(1,2)", "\\{1,2\\}", None), ("(2,1)", "[2,1]", None), ("(3,3]", "[3,3)", None),
-        ("(1,2,3)", "[1,2,3]", None), ("1234567890123456.7", "1234567890123456.8", False), ("1.414214", "\\sqrt2", True), ("1.4142", "\\sqrt2", False),
+        ("(1,2,3)", "[1,2,3]", None), ("1234567890123456.7", "1234567890123456.8", False),
+        ("1.414214", "\\sqrt2", True), ("1.4142", "\\sqrt2", False),
         ("\\{0.333333,1\\}", "\\{\\frac13,1\\}", None), ("(0.333333,1)", "(\\frac13,1)", None),
-        ("\\text{(B)}", "B", True), ("(B)", "b", False), ("\\frac{1}{0}", "1", None), ("1e999999", "1", None),
+        ("\\text{(B)}", "B", True), ("(B)", "b", False), ("\\frac{1}{0}", "1", None),
+        ("1e999999", "1", None),
         ("2\\frac{-1}{2}", "1.5", None), ("\\pi", "3.14", True), ("", "", None),
     ],
 )
@@ -381,7 +387,8 @@ _TEX_ARGS = st.sampled_from(["1", "7", "a", "x", "\\pi", "\\alpha", "{12}", "{\\
 
 
 @settings(max_examples=150, deadline=None)
-@given(_TEX_ARGS, _TEX_ARGS, st.sampled_from(["", " "]), st.sampled_from(["frac", "dfrac", "tfrac"]))
+@given(_TEX_ARGS, _TEX_ARGS, st.sampled_from(["", " "]),
+       st.sampled_from(["frac", "dfrac", "tfrac"]))
 def test_brace_frac_args_reads_arguments_as_tex_does(a, b, space, name):
     lead = " " if a[0].isalpha() else space  # "\\fraca" is another command
     sep = " " if a.startswith("\\") and b[0].isalpha() else space  # so is "\\pia"

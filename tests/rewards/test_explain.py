@@ -53,7 +53,8 @@ def test_explain_on_the_symbolic_path():
 
 
 def test_batch_scores_carry_paths_rules_and_their_shares():
-    scores = score_batch(["A: 5", "\\boxed{4}", "nothing", "<answer>2</answer>"], ["5", "4", "1", "3"])
+    scores = score_batch(["A: 5", "\\boxed{4}", "nothing", "<answer>2</answer>"],
+                         ["5", "4", "1", "3"])
     assert scores.paths == ["a_line", "box", "none", "tag"]
     assert scores.rules == ["fast", "fast", "no_answer", "fast"]
     shares = scores.path_shares()
@@ -71,7 +72,9 @@ def _table_pairs() -> list[tuple[str, str]]:
     spec.loader.exec_module(bench)
     rows = [row for table in bench.TABLES for row in bench.load_cases(table)]
     pairs = {(r["text"], r["gold"]) for r in rows if r["input"] == "pred"}
-    for row in rows + [{"text": r["response"], "gold": r["gold"]} for r in ROWS if r["mode"] == "symbolic"]:
+    symbolic_rows = [{"text": r["response"], "gold": r["gold"]} for r in ROWS
+                     if r["mode"] == "symbolic"]
+    for row in rows + symbolic_rows:
         pred = extract_answer(row["text"], style="flexible")
         if pred and "\n" not in pred and row.get("input", "response") == "response":
             pairs.add((pred, row["gold"]))
@@ -93,7 +96,9 @@ def _boxable(pred: str) -> bool:
 @settings(max_examples=120, deadline=None)
 @given(st.sampled_from(PAIRS), st.sampled_from(DELIMITERS), st.sampled_from(DELIMITERS),
        st.sampled_from(FORMS), st.sampled_from(["auto", "flexible"]))
-def test_one_verdict_whatever_the_delimiters_and_the_format(pair, around_pred, around_gold, form, style):
+def test_one_verdict_whatever_the_delimiters_and_the_format(
+    pair, around_pred, around_gold, form, style
+):
     """is_equivalent(p, g) is unchanged by delimiters around either side, and is the reward of
     a response ending in ``Answer: p``, ``\\boxed{p}`` or ``<answer>p</answer>`` (the strict
     ``auto`` style scores a prediction holding words as written, so only the flexible style

@@ -78,7 +78,8 @@ def test_flexible_keeps_the_priorities():
 
 
 def test_a_clean_answer_line_reads_the_same_in_auto_and_flexible():
-    for text in ("so 6 * 7 = 42.\nAnswer: $42$.", "Answer: \\boxed{\\frac{1}{2}}", "Answer:\n$$3$$"):
+    for text in ("so 6 * 7 = 42.\nAnswer: $42$.", "Answer: \\boxed{\\frac{1}{2}}",
+                 "Answer:\n$$3$$"):
         assert extract_answer(text, style="flexible") == extract_answer(text, style="auto")
 
 

@@ -40,7 +40,8 @@ HACKS = [
 @pytest.mark.parametrize(("response", "gold", "what"), HACKS, ids=[h[2] for h in HACKS])
 def test_hack_scores_minus_one(response, gold, what, style):
     reward = correctness_reward(response, gold, style=style, timeout=5.0)
-    assert reward == -1.0, f"{what}: style {style} extracted {extract_answer(response, style=style)!r}"
+    extracted = extract_answer(response, style=style)
+    assert reward == -1.0, f"{what}: style {style} extracted {extracted!r}"
 
 
 @pytest.mark.parametrize(("response", "gold", "what"), HACKS, ids=[h[2] for h in HACKS])

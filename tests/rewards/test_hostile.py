@@ -31,7 +31,8 @@ CODE_PAYLOADS = [
     "eval(\"__import__('os').system('touch {p}')\")",
     "exec(\"open('{p}', 'w').write('x')\")",
     "(lambda: __import__('os').system('touch {p}'))()",
-    "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen'][0](['touch', '{p}'])",
+    "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen'][0]"
+    "(['touch', '{p}'])",
     "os.system('touch {p}')",
     "import os; os.system('touch {p}')",
     "open('{p}', 'w')",

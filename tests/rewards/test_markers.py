@@ -1,4 +1,5 @@
-"""Answer tags, ``A:`` lines, ``The answer is:`` labels and refusals (``rewards/extraction/markers.py``)."""
+"""Answer tags, ``A:`` lines, ``The answer is:`` labels and refusals
+(``rewards/extraction/markers.py``)."""
 
 from __future__ import annotations
 

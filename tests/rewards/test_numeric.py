@@ -45,7 +45,8 @@ def test_its_verdict_is_the_one_the_symbolic_path_reaches(pair):
         ("\\sin x^2", "\\sin(x^2)", True), ("1/2x", "\\frac{1}{2x}", True),
         ("\\log 100", "2", True), ("\\log_2 8", "3", True), ("\\ln(e^3)", "3", True),
         ("\\sqrt[3]{-8}", "-2", True), ("e^{i\\pi}", "-1", True), ("(1+i)^2", "2i", True),
-        ("\\sqrt{x^2}", "x", False), ("\\sin(-x)", "\\sin x", False), ("\\frac{1+\\sqrt{5}}{2}", "2", False),
+        ("\\sqrt{x^2}", "x", False), ("\\sin(-x)", "\\sin x", False),
+        ("\\frac{1+\\sqrt{5}}{2}", "2", False),
         ("x+1", "x+2n+1", False), ("e^{\\pi\\sqrt{163}}", "262537412640768744", None),
     ],
 )

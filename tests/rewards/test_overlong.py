@@ -64,7 +64,8 @@ def test_kernel_equals_exact_reference(limits, lengths):
                            cache_length=cache_length)
     want = [float(reference(n, max_length, cache_length)) for n in lengths]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-    scalars = [overlong_penalty(n, max_length=max_length, cache_length=cache_length) for n in lengths]
+    scalars = [overlong_penalty(n, max_length=max_length, cache_length=cache_length)
+               for n in lengths]
     np.testing.assert_array_equal(got, scalars)  # the scalar path is the same formula
 
 

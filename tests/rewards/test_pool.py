@@ -67,7 +67,8 @@ def test_timeout_kills_only_the_slow_item(sleepy):
 def test_pool_still_works_after_200_timeouts_in_a_row(sleepy):
     got = sleepy.verify([("30:x", "x")] * 200, timeout=0.02)
     assert got == [(False, True)] * 200
-    assert sleepy.verify([("0:ok", "ok"), ("0:ok", "no")], timeout=5) == [(True, False), (False, False)]
+    got = sleepy.verify([("0:ok", "ok"), ("0:ok", "no")], timeout=5)
+    assert got == [(True, False), (False, False)]
     assert len(sleepy.worker_pids()) <= sleepy.workers + 1  # workers plus the zygote
 
 
@@ -234,7 +235,8 @@ def test_default_pool_size_from_the_environment(monkeypatch):
 @pytest.mark.parametrize(
     "kwargs, match",
     [({"workers": 0}, "workers"), ({"workers": 1.5}, "workers"), ({"workers": True}, "workers"),
-     ({"memory_limit_mb": -1}, "memory_limit_mb"), ({"cache_size": -1}, "cache_size"), ({"verdict": lambda p, g: True}, "verdict")],
+     ({"memory_limit_mb": -1}, "memory_limit_mb"), ({"cache_size": -1}, "cache_size"),
+     ({"verdict": lambda p, g: True}, "verdict")],
 )
 def test_bad_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -265,7 +267,9 @@ def test_an_interrupted_verify_frees_its_workers():
             with pytest.raises(_Interrupt):
                 pool.verify([("30:a", "a"), ("30:b", "b")], timeout=60)
             after = []  # in a thread, so that a leaked worker shows as a failure, not a hang
-            thread = threading.Thread(target=lambda: after.append(pool.verify([("0:c", "c")], timeout=5)))
+            thread = threading.Thread(
+                target=lambda: after.append(pool.verify([("0:c", "c")], timeout=5))
+            )
             thread.start()
             thread.join(10)
             assert after == [[(True, False)]], "the interrupted call leaked its worker"
