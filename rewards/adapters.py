@@ -17,6 +17,7 @@ from verimath.rewards.equality.conventions import Conventions, as_conventions
 from verimath.rewards.equality.equivalence import check_mode, check_timeout
 from verimath.rewards.extraction.final_answer import extract_answer
 from verimath.rewards.shaping.overlong import overlong_penalty
+from verimath.rewards.text.inputs import answer_text, response_text
 
 __all__ = ["TRLReward", "compute_score", "compute_score_batch", "make_trl_reward"]
 
@@ -45,11 +46,12 @@ class TRLReward:
         """Rewards for ``completions``; the gold answers are the ``gold_key`` column.
 
         Completions may be strings or conversations (lists of ``{"role", "content"}``
-        messages, the last assistant message is scored). With ``max_length`` set, lengths are
-        the token counts of TRL's ``completion_ids``. When TRL passes ``log_metric``, the
-        fraction of timed-out verifications and of answerless completions are logged, and
-        the share of each extraction path and deciding rule (``verimath/path_box``,
-        ``verimath/rule_fast``...: ``BatchScores.path_shares``).
+        messages, the last assistant message is scored); ``None``, a missing completion,
+        scores -1. Gold answers may be numbers (read as their ``str``). With ``max_length``
+        set, lengths are the token counts of TRL's ``completion_ids``. When TRL passes
+        ``log_metric``, the fraction of timed-out verifications and of answerless completions
+        are logged, and the share of each extraction path and deciding rule
+        (``verimath/path_box``, ``verimath/rule_fast``...: ``BatchScores.path_shares``).
         """
         if self.gold_key not in kwargs:
             columns = sorted(k for k in kwargs if k not in _TRL_EXTRAS)
@@ -58,6 +60,8 @@ class TRLReward:
                 f"columns passed are {columns}; call make_trl_reward(gold_key=...) with yours"
             )
         texts = [_completion_text(c, i) for i, c in enumerate(completions)]
+        golds = [answer_text(g, f"{self.gold_key}[{i}]")
+                 for i, g in enumerate(kwargs[self.gold_key])]
         lengths = None
         if self.max_length is not None:
             ids = kwargs.get("completion_ids")
@@ -65,7 +69,7 @@ class TRLReward:
                 raise ValueError("max_length is set but the trainer passed no completion_ids")
             lengths = [len(x) for x in ids]
         scores = score_batch(
-            texts, list(kwargs[self.gold_key]), lengths=lengths, max_length=self.max_length,
+            texts, golds, lengths=lengths, max_length=self.max_length,
             cache_length=self.cache_length, style=self.style, mode=self.mode, timeout=self.timeout,
             conventions=self.conventions,
         )
@@ -133,11 +137,16 @@ def compute_score(
 ) -> dict:
     """verl's ``custom_reward_function``: ``{"score": +1/-1, "acc": bool, "pred": str}``.
 
-    ``data_source`` and ``extra_info`` are accepted and ignored (every source is scored the
-    same way); the keyword options come from verl's ``reward_kwargs`` (``conventions`` as
-    ``"strict"`` or a dict of settings there). The overlong penalty is left to verl's reward
-    manager (its ``overlong_buffer`` settings), as in verl's DAPO recipe.
+    Inputs as in ``correctness_reward``: ``solution_str=None`` (a missing response) scores
+    -1, a number as ``ground_truth`` is read as its ``str``, any other type is a
+    ``TypeError``. ``data_source`` and ``extra_info`` are accepted and ignored (every source
+    is scored the same way); the keyword options come from verl's ``reward_kwargs``
+    (``conventions`` as ``"strict"`` or a dict of settings there). The overlong penalty is
+    left to verl's reward manager (its ``overlong_buffer`` settings), as in verl's DAPO
+    recipe.
     """
+    solution_str = response_text(solution_str, "solution_str")
+    ground_truth = answer_text(ground_truth, "ground_truth")
     return compute_score_batch([data_source], [solution_str], [ground_truth], None,
                                style=style, mode=mode, timeout=timeout,
                                conventions=conventions)[0]
@@ -156,18 +165,20 @@ def compute_score_batch(
 ) -> list[dict]:
     """``compute_score`` for a whole batch at once (verl's batch reward manager calls this)."""
     _check_options(style, mode, timeout)
-    scores = score_batch(list(solution_strs), list(ground_truths), style=style, mode=mode,
-                         timeout=timeout, conventions=as_conventions(conventions))
+    texts = [response_text(s, f"solution_strs[{i}]") for i, s in enumerate(solution_strs)]
+    golds = [answer_text(g, f"ground_truths[{i}]") for i, g in enumerate(ground_truths)]
+    scores = score_batch(texts, golds, style=style, mode=mode, timeout=timeout,
+                         conventions=as_conventions(conventions))
     return [
         {"score": float(s), "acc": bool(c), "pred": p if p is not None else ""}
         for s, c, p in zip(scores.correctness, scores.correct, scores.extracted)
     ]
 
 
-def _completion_text(completion, index: int) -> str:
-    """The text of a plain or conversational completion."""
-    if isinstance(completion, str):
-        return completion
+def _completion_text(completion, index: int) -> str | None:
+    """The text of a plain or conversational completion (``None`` when it is missing)."""
+    if not isinstance(completion, (dict, list, tuple)):
+        return response_text(completion, f"completions[{index}]")
     if isinstance(completion, dict):
         completion = [completion]
     if isinstance(completion, (list, tuple)) and completion:

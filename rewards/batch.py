@@ -25,6 +25,7 @@ from verimath.rewards.equality.numeric import numeric_verdict
 from verimath.rewards.extraction.final_answer import PATHS, extract_with_path
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
 from verimath.rewards.shaping.overlong import overlong_penalty
+from verimath.rewards.text.inputs import answer_text, response_text
 
 __all__ = ["RULES", "BatchScores", "ScoringPool", "score_batch", "score_with_pool"]
 
@@ -96,8 +97,10 @@ def score_batch(
     """Score ``responses`` against ``golds`` (index-aligned); see the module docstring.
 
     Args:
-        responses: model outputs (str).
-        golds: gold answers (str; ints and floats are converted with ``str``).
+        responses: model outputs (str; ``None``, a missing response, scores -1 as one without
+            an answer).
+        golds: gold answers (str; ints and floats are converted with ``str``). Any other type
+            in either is a ``TypeError`` naming the item (``text.inputs``).
         lengths: token counts of the responses, for the overlong penalty; needs
             ``max_length`` and ``cache_length`` (and those need ``lengths``).
         style: answer extraction style (``extract.STYLES``): ``"auto"`` (tags, a final ``A:``
@@ -142,7 +145,8 @@ def score_with_pool(
     conventions: Conventions | str | None = None,
 ) -> BatchScores:
     """``score_batch`` on a given pool (``score_batch(..., pool=pool)`` calls this)."""
-    golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout)
+    responses, golds = _check_inputs(responses, golds, lengths, max_length, cache_length, mode,
+                                     timeout)
     conventions = as_conventions(conventions)
     if mode == "symbolic" and hasattr(pool, "start"):
         pool.start()  # the pool's processes warm up while this process extracts and decides
@@ -193,22 +197,16 @@ def _unique_verdicts(pool, extracted, golds, *, mode: str, timeout: float,
     return verdicts
 
 
-def _check_inputs(responses, golds, lengths, max_length, cache_length, mode, timeout) -> list[str]:
-    """Validate arguments; return the golds as strings."""
+def _check_inputs(
+    responses, golds, lengths, max_length, cache_length, mode, timeout
+) -> tuple[list[str | None], list[str]]:
+    """Validate arguments; return the responses and golds as ``text.inputs`` reads them."""
     if isinstance(responses, str) or isinstance(golds, str):
         raise ValueError("responses and golds must be sequences of strings, not a single string")
     if len(responses) != len(golds):
         raise ValueError(f"got {len(responses)} responses but {len(golds)} golds; they must align")
-    for i, text in enumerate(responses):
-        if not isinstance(text, str):
-            raise ValueError(f"responses[{i}] is {type(text).__name__}, expected str")
-    clean = []
-    for i, gold in enumerate(golds):
-        if isinstance(gold, (int, float)) and not isinstance(gold, bool):
-            gold = str(gold)
-        if not isinstance(gold, str):
-            raise ValueError(f"golds[{i}] is {type(gold).__name__}, expected str")
-        clean.append(gold)
+    texts = [response_text(text, f"responses[{i}]") for i, text in enumerate(responses)]
+    clean = [answer_text(gold, f"golds[{i}]") for i, gold in enumerate(golds)]
     has_limits = (max_length is not None, cache_length is not None)
     if lengths is not None and not all(has_limits):
         raise ValueError("lengths were given without max_length and cache_length; pass both "
@@ -220,4 +218,4 @@ def _check_inputs(responses, golds, lengths, max_length, cache_length, mode, tim
         raise ValueError(f"got {len(lengths)} lengths for {len(responses)} responses")
     check_mode(mode)
     check_timeout(timeout)
-    return clean
+    return texts, clean

@@ -24,6 +24,7 @@ from verimath.rewards.equality.equivalence import check_mode, check_timeout, fas
 from verimath.rewards.equality.numeric import numeric_verdict
 from verimath.rewards.extraction.final_answer import answer_core, extract_answer
 from verimath.rewards.pool.scoring_pool import default_pool
+from verimath.rewards.text.inputs import answer_text, response_text
 
 __all__ = ["correctness_reward", "is_equivalent", "score"]
 
@@ -34,16 +35,17 @@ def is_equivalent(
 ) -> bool:
     """Whether the extracted answer ``pred`` is equivalent to the gold answer ``gold``.
 
-    ``pred=None`` (no answer) is ``False``. ``fast_verdict`` decides first; in mode
-    ``"symbolic"`` an undecided pair goes to the numeric check of this process
-    (``equality.numeric``: expressions its narrow grammar reads, evaluated at seeded points),
-    then to math-verify in the scoring pool, which kills the
-    verification after ``timeout`` seconds of wall-clock time and counts it as ``False``
-    (``score_batch`` reports such items in ``timed_out``). ``"integer"`` and ``"string"``
-    never call math-verify. The first call in mode ``"symbolic"`` launches the pool's
-    processes in the background (``ScoringPool.start``) and returns as soon as its own pair
-    is decided: a pair decided in this process does not wait for them. Gold is the
-    reference: ``verify(gold, pred)``, not symmetric.
+    ``pred=None`` (no answer) is ``False``; a number on either side is read as its ``str``
+    (``is_equivalent(3, 3)`` is ``True``), and any other type is a ``TypeError``
+    (``text.inputs``). ``fast_verdict`` decides first; in mode ``"symbolic"`` an undecided
+    pair goes to the numeric check of this process (``equality.numeric``: expressions its
+    narrow grammar reads, evaluated at seeded points), then to math-verify in the scoring
+    pool, which kills the verification after ``timeout`` seconds of wall-clock time and
+    counts it as ``False`` (``score_batch`` reports such items in ``timed_out``).
+    ``"integer"`` and ``"string"`` never call math-verify. The first call in mode
+    ``"symbolic"`` launches the pool's processes in the background (``ScoringPool.start``)
+    and returns as soon as its own pair is decided: a pair decided in this process does not
+    wait for them. Gold is the reference: ``verify(gold, pred)``, not symmetric.
     ``conventions`` (``Conventions``, ``"default"`` or ``"strict"``; see
     ``verimath.rewards.equality.conventions``) settles what graders differ on: a value
     against ``name = value``, a relation's right side, decimals against exact golds, the
@@ -61,9 +63,11 @@ def is_equivalent(
     >>> is_equivalent("$1$", "$k = 1$")
     True
     """
+    pred = response_text(pred, "pred")
+    gold = answer_text(gold, "gold")
     conventions = as_conventions(conventions)
-    if not isinstance(pred, str):
-        return _verdict(pred, gold, mode, timeout, conventions)
+    if pred is None:
+        return _verdict(None, gold, mode, timeout, conventions)
     return _verdict(answer_core(pred), gold, mode, timeout, conventions)
 
 
@@ -71,11 +75,9 @@ def _verdict(
     pred: str | None, gold: str, mode: str, timeout: float, conventions: Conventions
 ) -> bool:
     """The fast path, the numeric check, then math-verify in the pool; ``pred`` is compared
-    as it is."""
+    as it is (both sides already checked: ``text.inputs``)."""
     check_mode(mode)
     check_timeout(timeout)
-    if not isinstance(gold, str):
-        raise TypeError(f"gold must be a str, got {type(gold).__name__}: {gold!r}")
     if mode == "symbolic":
         default_pool().start()  # a head start for the pool, in the background
     if pred is None:
@@ -97,8 +99,9 @@ def correctness_reward(
     """+1.0 if the answer extracted from ``response`` is equivalent to ``gold``, else -1.0.
 
     Args:
-        response: the model's full response text.
-        gold: the reference answer (a bare answer such as ``"42"`` or ``"\\frac{1}{2}"``).
+        response: the model's full response text; ``None`` (a missing response) scores -1.0.
+        gold: the reference answer (a bare answer such as ``"42"`` or ``"\\frac{1}{2}"``; a
+            number is read as its ``str``).
         style: answer extraction, ``"auto"`` (``<answer>`` tag, a final ``A:`` line,
             ``Answer:`` line, then ``\\boxed{}``; the strict format, for training),
             ``"dapo"``, ``"boxed"`` or ``"flexible"`` (also final-answer phrases in many
@@ -114,6 +117,8 @@ def correctness_reward(
     >>> correctness_reward("I think it is \\\\boxed{41}", "42")
     -1.0
     """
+    response = response_text(response, "response")
+    gold = answer_text(gold, "gold")
     pred = extract_answer(response, style=style)
     return 1.0 if _verdict(pred, gold, mode, timeout, as_conventions(conventions)) else -1.0
 

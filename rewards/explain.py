@@ -42,6 +42,7 @@ from verimath.rewards.equality.equivalence import (
 from verimath.rewards.equality.numeric import numeric_verdict
 from verimath.rewards.extraction.final_answer import extract_with_path
 from verimath.rewards.pool.scoring_pool import ScoringPool, default_pool
+from verimath.rewards.text.inputs import answer_text, response_text
 
 __all__ = ["RULES", "Explanation", "explain"]
 
@@ -85,7 +86,8 @@ def explain(
     response: str, gold: str, *, style: str = "flexible", mode: str = "symbolic",
     timeout: float = 5.0, conventions: Conventions | str | None = None,
 ) -> Explanation:
-    """Score ``response`` against ``gold`` as ``correctness_reward`` does, and say why.
+    """Score ``response`` against ``gold`` as ``correctness_reward`` does, and say why
+    (inputs as there: ``response=None`` has no answer, numbers are read as their ``str``).
 
     >>> print(explain("Q: 3 * 4?\\nA: 12", "12"))  # doctest: +ELLIPSIS
     reward +1 (correct)
@@ -93,13 +95,15 @@ def explain(
       normalized '12' vs gold '12'
       decided by exact in ... ms
     """
+    response = response_text(response, "response")
+    gold = answer_text(gold, "gold")
     check_mode(mode)
     check_timeout(timeout)
     conventions = as_conventions(conventions)
     start = time.perf_counter()
     pred, path = extract_with_path(response, style=style)
     if pred is None:
-        return Explanation(False, style, path, None, None, _normalized(gold), "no_answer",
+        return Explanation(False, style, path, None, None, normalize_answer(gold), "no_answer",
                            time.perf_counter() - start)
     correct, rule, convention, p, g = _decide(pred, gold, mode, timeout, conventions)
     return Explanation(correct, style, path, pred, p, g, rule, time.perf_counter() - start,
@@ -124,10 +128,6 @@ def _decide(pred: str, gold: str, mode: str, timeout: float, conventions: Conven
                                                 conventions=conventions)
     rule = "symbolic" if late or alone == verdict else "probe"
     return verdict, rule, decision.convention, *sides
-
-
-def _normalized(gold: str) -> str:
-    return normalize_answer(gold) if isinstance(gold, str) else str(gold)
 
 
 _POOL: ScoringPool | None = None

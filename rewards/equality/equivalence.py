@@ -94,6 +94,7 @@ from verimath.rewards.equality.tolerance import (
     surd_value,
 )
 from verimath.rewards.text.delimiters import strip_delimiters
+from verimath.rewards.text.inputs import answer_text, response_text
 from verimath.rewards.text.numbers import integer_digits, parse_number
 
 __all__ = [
@@ -146,9 +147,10 @@ def normalize_answer(answer: str) -> str:
     """The canonical spelling of ``answer`` used by the fast path and ``mode="string"``.
 
     See the module docstring for the rules. Answers longer than ``MAX_FAST_CHARS`` are
-    returned stripped but otherwise unchanged (normalization is bounded work).
+    returned stripped but otherwise unchanged (normalization is bounded work). A number is
+    read as its ``str``; any other type is a ``TypeError`` (``text.inputs``).
     """
-    text = answer.strip()
+    text = answer_text(answer, "answer").strip()
     if len(text) > MAX_FAST_CHARS:
         return text
     text = _SPACING.sub("", text)
@@ -169,12 +171,13 @@ class Decision:
     """A verdict of the fast path with its reason: ``rule`` (``"exact"``: the same text once
     normalized; ``"written_rule"``: letter case or words (``rules``), or a value against an
     equation; ``"convention"``: the ``Conventions`` field named in ``convention`` decided;
-    ``"fast"``: exact arithmetic; ``"undecided"``: the symbolic path must decide) and the two
-    sides as last compared (``pred``, ``gold``, normalized)."""
+    ``"fast"``: exact arithmetic; ``"undecided"``: the symbolic path must decide;
+    ``"no_answer"``: ``pred`` is None) and the two sides as last compared (``pred``, ``gold``,
+    normalized)."""
 
     verdict: bool | None
     rule: str
-    pred: str
+    pred: str | None
     gold: str
     convention: str | None = None
 
@@ -189,7 +192,9 @@ def fast_verdict(
     integers after normalization, equal by value; ``3.0`` is *not* an integer spelling) and
     ``"string"`` (normalized strings equal) always decide. ``conventions`` (``Conventions``,
     ``"default"`` or ``"strict"``) applies in mode ``"symbolic"``. Never raises on any ``str``
-    input; an unknown ``mode`` or ``conventions`` is a ``ValueError``.
+    input; an unknown ``mode`` or ``conventions`` is a ``ValueError``. As everywhere
+    (``text.inputs``): ``pred=None`` (no answer) is ``False``, a number on either side is read
+    as its ``str``, any other type is a ``TypeError``.
     """
     return fast_decision(pred, gold, mode=mode, conventions=conventions).verdict
 
@@ -200,8 +205,9 @@ def fast_decision(
     """``fast_verdict``'s verdict with the rule that decided it (``Decision``)."""
     check_mode(mode)
     conventions = as_conventions(conventions)
-    if not isinstance(pred, str) or not isinstance(gold, str):
-        return Decision(False, "written_rule", str(pred), str(gold))
+    pred, gold = response_text(pred, "pred"), answer_text(gold, "gold")
+    if pred is None:
+        return Decision(False, "no_answer", None, gold)
     try:
         return _fast_decision(pred, gold, mode, conventions)
     except Exception:  # defensive: a verdict must never crash a training step
@@ -414,12 +420,15 @@ def looks_like_code(text: str) -> bool:
 def symbolic_verdict(pred: str, gold: str, conventions: Conventions | str | None = None) -> bool:
     """math-verify, cross-checked by the numeric probe (``probe.probe_verdict``), on the pair
     as ``readings.read_pair`` reads it under ``conventions``; see ``_symbolic`` for the
-    guards."""
+    guards. Inputs as everywhere (``text.inputs``): ``pred=None`` is ``False``, a number is
+    read as its ``str``, any other type is a ``TypeError``."""
+    pred, gold = response_text(pred, "pred"), answer_text(gold, "gold")
     return _symbolic(pred, gold, as_conventions(conventions), probe=True)
 
 
 def math_verify_verdict(pred: str, gold: str, conventions: Conventions | str | None = None) -> bool:
     """``symbolic_verdict`` without the probe: math-verify alone (``explain`` compares)."""
+    pred, gold = response_text(pred, "pred"), answer_text(gold, "gold")
     return _symbolic(pred, gold, as_conventions(conventions), probe=False)
 
 

@@ -77,6 +77,7 @@ from verimath.rewards.extraction.markers import (
 )
 from verimath.rewards.text.boxes import BOX_OPENER, box_content, boxed_answer, last_box
 from verimath.rewards.text.delimiters import strip_delimiters
+from verimath.rewards.text.inputs import response_text
 
 __all__ = ["PATHS", "STYLES", "answer_core", "boxed_answer", "extract_answer", "extract_with_path"]
 
@@ -111,7 +112,9 @@ def extract_answer(text: str, style: str = "auto") -> str | None:
     >>> extract_answer("Thus \\\\boxed{\\\\frac{1}{2}}")
     '\\\\frac{1}{2}'
 
-    See the module docstring for the exact rules of each ``style``.
+    See the module docstring for the exact rules of each ``style``. ``text=None`` (a missing
+    response) has no answer; a number is read as its ``str``; any other type is a
+    ``TypeError`` (``verimath.rewards.text.inputs``).
     """
     return extract_with_path(text, style)[0]
 
@@ -121,7 +124,8 @@ def extract_with_path(text: str, style: str = "auto") -> tuple[str | None, str]:
     ``PATHS`` (``"none"`` when there is no answer)."""
     if style not in STYLES:
         raise ValueError(f"unknown answer style {style!r}; expected one of {STYLES}")
-    if not isinstance(text, str):
+    text = response_text(text, "text")
+    if text is None:
         return None, "none"
     if style == "dapo":
         return _with_path(_extract_dapo(text), "answer_line")

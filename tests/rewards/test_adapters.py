@@ -68,7 +68,9 @@ def test_bad_calls_name_the_problem():
     with pytest.raises(ValueError, match=r"column 'answer'.*\['solution'\]"):
         make_trl_reward()(COMPLETIONS, solution=GOLDS, prompts=["q"] * 4)
     with pytest.raises(ValueError, match=r"completions\[1\]"):
-        make_trl_reward()(["Answer: 1", 7], answer=["1", "1"])
+        make_trl_reward()(["Answer: 1", [{"role": "assistant"}]], answer=["1", "1"])
+    with pytest.raises(TypeError, match=r"completions\[1\] must be a str .*got bytes"):
+        make_trl_reward()(["Answer: 1", b"7"], answer=["1", "1"])
     with pytest.raises(ValueError, match="completion_ids"):
         make_trl_reward(max_length=10, cache_length=2)(["a"], answer=["1"])
 

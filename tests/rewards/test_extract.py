@@ -84,9 +84,10 @@ def test_unknown_style_is_a_value_error():
         extract_answer("Answer: 1", style="latex")
 
 
-def test_non_str_gives_none():
+def test_none_gives_none_and_other_types_are_type_errors():
     assert extract_answer(None) is None  # type: ignore[arg-type]
-    assert extract_answer(b"Answer: 1") is None  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="text must be a str"):
+        extract_answer(b"Answer: 1")  # type: ignore[arg-type]
 
 
 def test_docstring_examples():
