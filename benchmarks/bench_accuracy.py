@@ -219,6 +219,21 @@ def agreement_table(rows: list[dict], systems: dict[str, list[bool]]) -> str:
     return "\n".join(lines)
 
 
+REAL_SETS = (("MATH-500", "math500"), ("GSM8K", "gsm8k"))
+"""The real-text table's data sets: (name, folder under ``DATA_DIR`` holding ``test.jsonl``)."""
+
+
+def real_text_notes(quick: bool) -> list[str]:
+    """Why the real-text table is left out (``--quick``), or which of its data sets are (not
+    found under ``DATA_DIR``): one note each, empty when the whole table is scored."""
+    if quick:
+        return ["the real-text table of MATH-500 and GSM8K worked solutions is skipped by --quick"]
+    folders = " and ".join(f"{folder}/" for _, folder in REAL_SETS)
+    return [f"{name} not found at {DATA_DIR / folder / 'test.jsonl'}: set VERIMATH_DATA_DIR "
+            f"to the folder that holds {folders}"
+            for name, folder in REAL_SETS if not (DATA_DIR / folder / "test.jsonl").is_file()]
+
+
 def unboxed_math500() -> list[dict]:
     """MATH-500 solutions with each ``\\boxed{x}`` replaced by ``x``, as response rows."""
     path = DATA_DIR / "math500" / "test.jsonl"
@@ -342,12 +357,12 @@ def main() -> None:
             results.setdefault(name, {})[split] = {"rows": len(rows),
                                                   **compare(rows, args.verbose, args.conventions)}
     print("\n== summary (share of rows each verifier gets right, %)\n" + summary(results))
+    for note in real_text_notes(args.quick):
+        print(f"\n({note})")
     real = [] if args.quick else unboxed_math500() + gsm8k_worked()
     if real:
         print(f"\n== {len(real)} worked solutions, answer markers removed, from {DATA_DIR}")
         results["real text"] = {"all": {"rows": len(real), **compare(real, args.verbose)}}
-    else:
-        print(f"\n(no MATH-500 at {DATA_DIR}: set VERIMATH_DATA_DIR for the real-text table)")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         results["conventions"] = args.conventions

@@ -119,3 +119,15 @@ def test_the_golden_table_joins_the_benchmark_as_symbolic_dev_rows():
     rows = bench.golden_cases()
     assert rows and {r["split"] for r in rows} == {"dev"}
     assert {r["input"] for r in rows} == {"response"}
+
+
+def test_the_real_text_notes_say_skipped_or_where_the_data_was_looked_for(tmp_path, monkeypatch):
+    quick = bench.real_text_notes(quick=True)
+    assert len(quick) == 1 and "skipped by --quick" in quick[0] and "not found" not in quick[0]
+    monkeypatch.setattr(bench, "DATA_DIR", tmp_path)
+    missing = bench.real_text_notes(quick=False)
+    assert [note.split(" not found at ")[0] for note in missing] == ["MATH-500", "GSM8K"]
+    assert all(str(tmp_path) in note and "VERIMATH_DATA_DIR" in note for note in missing)
+    (tmp_path / "math500").mkdir()
+    (tmp_path / "math500" / "test.jsonl").write_text("")
+    assert [note.split(" not found")[0] for note in bench.real_text_notes(quick=False)] == ["GSM8K"]
