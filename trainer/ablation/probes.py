@@ -1,8 +1,9 @@
 """What a saved policy does on the run's held-out problems, read from its checkpoint.
 
 The mechanism regimes (:mod:`verimath.trainer.ablation.regimes`) need measurements that the
-training metrics do not hold: the probability the policy puts on a right answer, and properties of the sampled texts (repeated lines, truncated responses
-whose written lines are a right solution's beginning). They are taken here, after a run, on
+training metrics do not hold: the probability the policy puts on a right answer, and
+properties of the sampled texts (repeated lines, truncated responses whose written lines are
+a right solution's beginning). They are taken here, after a run, on
 its checkpoints (``logging.save_every``): the model is loaded, the run's held-out problems
 are rebuilt from its config, and responses are sampled with seeds of their own (the same for
 every checkpoint and every variant, so two variants are compared on the same draws).
