@@ -50,6 +50,7 @@ from verimath.envs.scoring import RewardSpec, score_responses
 from verimath.envs.sources import make_source
 from verimath.envs.spaces import UnicodeText
 from verimath.envs.templates import format_prompt, resolve_template
+from verimath.rewards import Conventions
 
 RESET_OPTIONS = ("problem", "include_answer")
 
@@ -72,11 +73,12 @@ class MathEnv(gym.Env[str, str]):
     read on first reset; ``shuffle`` orders lists and files).
 
     Other args: ``template`` ("dapo", "boxed", "raw" or a string with ``{prompt}``); scoring
-    (``style``, ``mode``, ``timeout``, ``correct_reward``, ``wrong_reward``, ``max_length``,
-    ``cache_length``; see `RewardSpec`); ``tokenizer`` counts response tokens for the overlong
-    penalty when the action is a plain str; ``max_attempts``; ``include_answer``; ``workers``
-    (None: the shared scoring pool of `verimath.rewards`); ``adapt_level`` (streams) and
-    ``skip_solved`` (lists and files): see the module docstring.
+    (``style``, ``mode``, ``timeout``, ``conventions``, ``correct_reward``, ``wrong_reward``,
+    ``max_length``, ``cache_length``; see `RewardSpec`; ``conventions="strict"`` grades by the
+    strict conventions of ``docs/conventions.md``); ``tokenizer`` counts response tokens for
+    the overlong penalty when the action is a plain str; ``max_attempts``; ``include_answer``;
+    ``workers`` (None: the shared scoring pool of `verimath.rewards`); ``adapt_level``
+    (streams) and ``skip_solved`` (lists and files): see the module docstring.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -90,7 +92,8 @@ class MathEnv(gym.Env[str, str]):
                  correct_reward: float = 1.0, wrong_reward: float = -1.0, max_attempts: int = 1,
                  timeout: float = 5.0, include_answer: bool = False,
                  render_mode: str | None = None, workers: int | None = None,
-                 adapt_level: Any = None, skip_solved: Any = None) -> None:
+                 adapt_level: Any = None, skip_solved: Any = None,
+                 conventions: Conventions | str | dict | None = None) -> None:
         self.source = make_source(family=family, level=level, weights=weights,
                                   generator=generator, problems=problems, path=path,
                                   shuffle=shuffle, adapt_level=adapt_level,
@@ -99,7 +102,8 @@ class MathEnv(gym.Env[str, str]):
         resolve_template(template)  # fail now on a bad template
         self.reward_spec = RewardSpec(correct_reward=correct_reward, wrong_reward=wrong_reward,
                                       style=style, mode=mode, max_length=max_length,
-                                      cache_length=cache_length, timeout=timeout)
+                                      cache_length=cache_length, timeout=timeout,
+                                      conventions=conventions)
         if isinstance(max_attempts, bool) or int(max_attempts) != max_attempts \
                 or max_attempts < 1:
             raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")

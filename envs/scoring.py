@@ -5,10 +5,10 @@ Reward of one single-turn response (DAPO, Yu et al. 2025, arXiv 2503.14476)::
     reward = (correct_reward if correct else wrong_reward) + penalty
 
 ``correct`` comes from `verimath.rewards.score_batch` (answer extraction with ``style``,
-equivalence with ``mode``; a verification timeout counts as wrong and sets ``timed_out``), and
-``penalty`` is DAPO's soft overlong punishment in [-1, 0] when ``max_length`` and
-``cache_length`` are set (0 otherwise). Token counts come with the action (`Response`) or from
-the env's tokenizer.
+equivalence with ``mode`` under the grading ``conventions``; a verification timeout counts as
+wrong and sets ``timed_out``), and ``penalty`` is DAPO's soft overlong punishment in [-1, 0]
+when ``max_length`` and ``cache_length`` are set (0 otherwise). Token counts come with the
+action (`Response`) or from the env's tokenizer.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from verimath.rewards import BatchScores, score_batch
+from verimath.rewards import BatchScores, Conventions, score_batch
+from verimath.rewards.equality.conventions import as_conventions
 from verimath.rewards.equality.equivalence import MODES, check_timeout
 from verimath.rewards.extraction.final_answer import STYLES
 
@@ -58,6 +59,9 @@ class RewardSpec:
         max_length: ``L_max`` of the soft overlong punishment, in tokens; None disables it.
         cache_length: ``L_cache``, the punishment interval; required with max_length.
         timeout: seconds allowed for one symbolic verification.
+        conventions: the grading conventions (`verimath.rewards.Conventions`): a
+            ``Conventions``, ``None`` or ``"default"``, ``"strict"``, or a dict of settings;
+            stored as a ``Conventions``.
     """
 
     correct_reward: float = 1.0
@@ -67,6 +71,7 @@ class RewardSpec:
     max_length: int | None = None
     cache_length: int | None = None
     timeout: float = 5.0
+    conventions: Conventions | str | dict | None = None
 
     def __post_init__(self) -> None:
         for name in ("correct_reward", "wrong_reward", "timeout"):
@@ -100,6 +105,7 @@ class RewardSpec:
                 f"max_length={self.max_length}"
             )
         check_timeout(self.timeout)
+        object.__setattr__(self, "conventions", as_conventions(self.conventions))
 
     @property
     def shapes_length(self) -> bool:
@@ -172,5 +178,6 @@ def score_responses(responses: Sequence[str], golds: Sequence[str], spec: Reward
         [str(r) for r in responses], list(golds), lengths=counts,
         max_length=spec.max_length, cache_length=spec.cache_length,  # None unless shaping
         style=spec.style, mode=spec.mode, timeout=spec.timeout, workers=workers,
+        conventions=spec.conventions,
     )
     return scores, shaped_rewards(scores.correct, scores.penalty, spec)

@@ -172,3 +172,15 @@ def test_state_dict_resumes_the_problem_stream(kind):
     resumed = make_group_env(lambda: MathEnv(**source), 2, 3)
     resumed.load_state_dict(saved)
     assert next_ids(resumed) == expected
+
+
+def test_the_group_env_grades_by_the_conventions_of_its_env():
+    named = [Problem(id="named/0", prompt="Solve 2y = 4.", answer="y = 2", source="named")]
+    responses = ["Answer: 2", "Answer: y = 2"]
+    for conventions, correct in (("default", [True, True]), ("strict", [False, True])):
+        envs = make_group_env("verimath/Dataset-v0", num_problems=1, group_size=2,
+                              problems=named, conventions=conventions)
+        envs.reset(seed=0)
+        _, reward, _, _, info = envs.step(responses)
+        assert list(info["correct"]) == correct, conventions
+        assert list(reward) == [1.0 if c else -1.0 for c in correct]

@@ -238,3 +238,36 @@ def test_async_vector_env_carries_unicode_prompts_without_shared_memory():
 
 def test_long_wrong_answers_are_clipped_in_feedback():
     assert len(feedback_text("9" * 5000)) < 260
+
+
+# A pair on which the default and strict grading conventions differ (docs/conventions.md):
+# a bare value against a gold ``name = value``, and a decimal against an exact gold.
+NAMED = [Problem(id="named/0", prompt="Solve 2y = 4.", answer="y = 2", source="named"),
+         Problem(id="named/1", prompt="What is 1/7?", answer="\\frac{1}{7}", source="named")]
+
+
+@pytest.mark.parametrize("conventions, reward", [(None, 1.0), ("default", 1.0), ("strict", -1.0)])
+def test_the_env_grades_by_its_conventions(conventions, reward):
+    kwargs = {} if conventions is None else {"conventions": conventions}
+    env = gym.make("verimath/Dataset-v0", problems=NAMED, shuffle=False, **kwargs)
+    for answer in ("2", "0.142857"):
+        env.reset()
+        _, got, _, _, info = env.step(f"Answer: {answer}")
+        assert (got, info["correct"]) == (reward, reward > 0), answer
+
+
+def test_the_env_takes_conventions_as_settings_and_refuses_a_bad_value():
+    from verimath.rewards import STRICT_CONVENTIONS, Conventions
+
+    assert MathEnv(problems=NAMED, conventions="strict").reward_spec.conventions \
+        == STRICT_CONVENTIONS
+    assert MathEnv(problems=NAMED).reward_spec.conventions == Conventions()
+    env = MathEnv(problems=NAMED, shuffle=False, conventions={"decimal_digits": None})
+    env.reset()
+    assert env.step("Answer: 2")[1] == 1.0  # only the decimal setting changed
+    env.reset()
+    assert env.step("Answer: 0.142857")[1] == -1.0
+    with pytest.raises(ValueError, match="conventions must be"):
+        gym.make("verimath/Arithmetic-v0", conventions="lenient")
+    with pytest.raises(ValueError, match="unknown conventions"):
+        MathEnv(problems=NAMED, conventions={"decimals": 4})

@@ -23,6 +23,9 @@ ENGINES = ("hf", "vllm")
 """``rollout.engine``: Hugging Face ``generate`` or vLLM."""
 METRIC_BACKENDS = ("jsonl", "tensorboard", "wandb")
 """``logging.backends``: ``metrics.jsonl`` is always written; the others add to it."""
+CONVENTION_NAMES = ("default", "strict")
+"""``reward.conventions``: the grading conventions ``verimath.rewards`` knows by name
+(``as_conventions`` in ``verimath.rewards.equality.conventions``)."""
 
 
 def add_name(names: list[str], name: str) -> None:

@@ -30,7 +30,7 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from verimath.rewards.equality.equivalence import MODES
     from verimath.rewards.extraction.final_answer import STYLES
-    from verimath.trainer.config.choices import ENGINES
+    from verimath.trainer.config.choices import CONVENTION_NAMES, ENGINES
 
     a = parser.add_argument
     a("--model", required=True, metavar="DIR",
@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="how the final answer is found (default: the run's, else auto)")
     a("--mode", choices=MODES, default=None,
       help="answer equivalence (default: the run's, else symbolic)")
+    a("--conventions", choices=CONVENTION_NAMES, default=None,
+      help="grading conventions, see docs/conventions.md (default: the run's "
+           "reward.conventions, else default)")
     a("--template", default=None,
       help="prompt template: dapo, boxed, raw or a string with {prompt} (default: the run's, "
            "else dapo)")
@@ -152,13 +155,15 @@ def build_settings(args):
         mode=args.mode or source.setting("reward", "mode", "symbolic"),
         timeout=args.timeout or source.setting("reward", "timeout", 5.0),
         seed=args.seed if args.seed is not None else source.setting("eval", "seed", 0),
-        engine=args.engine, dtype=str(dtype).removeprefix("torch."))
+        engine=args.engine, dtype=str(dtype).removeprefix("torch."),
+        conventions=args.conventions or source.setting("reward", "conventions", "default"))
     return settings, source, problems
 
 
 OPTION_TAGS = (("k", "k"), ("temperature", "t"), ("top_p", "p"), ("max_new_tokens", "len"),
                ("num_problems", "n"), ("level", "L"), ("problem_seed", "ps"), ("seed", "seed"),
-               ("answer_style", "style-"), ("mode", "mode-"), ("timeout", "timeout"))
+               ("answer_style", "style-"), ("mode", "mode-"), ("timeout", "timeout"),
+               ("conventions", "conv-"))
 """Options that change what is sampled or how it is scored, and their tags in a default
 output folder's name."""
 
@@ -311,7 +316,8 @@ def run_and_report(engine, tokenizer, problems, settings, output: Path, *, batch
         sample_and_verify(engine, tokenizer, problems, settings, store,
                           batch_size=batch_size, on_chunk=advance)
         records = list(store.records)
-    summary = {"settings": settings.to_dict(), **summarize(records, mode=settings.mode)}
+    summary = {"settings": settings.to_dict(),
+               **summarize(records, mode=settings.mode, conventions=settings.conventions)}
     (output / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
     table = markdown_table(summary)
     (output / TABLE).write_text(table)

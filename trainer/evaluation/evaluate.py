@@ -55,11 +55,13 @@ def generate_seeded(engine: RolloutEngine, prompt_ids: list[list[int]], params: 
 def evaluate(engine: RolloutEngine, tokenizer, problems: list[Problem], *, k: int,
              temperature: float, top_p: float, max_new_tokens: int, template: str,
              use_chat_template: bool, answer_style: str = "auto", mode: str = "symbolic",
-             timeout: float = 5.0, batch_size: int = 256, seed: int = 0) -> dict[str, float]:
+             timeout: float = 5.0, conventions: str = "default", batch_size: int = 256,
+             seed: int = 0) -> dict[str, float]:
     """``{"eval/avg@k": ..., "eval/greedy": ..., "eval/problems": n}`` on ``problems``.
 
-    ``seed`` seeds the samples (see the module docstring). Returns an empty dict when
-    ``problems`` is empty.
+    ``seed`` seeds the samples (see the module docstring); ``answer_style``, ``mode``,
+    ``timeout`` and ``conventions`` go to ``verimath.rewards.score_batch``. Returns an empty
+    dict when ``problems`` is empty.
     """
     if not problems:
         return {}
@@ -68,7 +70,7 @@ def evaluate(engine: RolloutEngine, tokenizer, problems: list[Problem], *, k: in
     golds = [p.answer for p in problems]
     sampled = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
     greedy = SamplingParams(max_new_tokens=max_new_tokens, greedy=True)
-    score = {"style": answer_style, "mode": mode, "timeout": timeout}
+    score = {"style": answer_style, "mode": mode, "timeout": timeout, "conventions": conventions}
     per_batch = max(1, batch_size // k)
     sampled_correct, greedy_correct = [], []
     for start in range(0, len(problems), per_batch):

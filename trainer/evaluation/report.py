@@ -44,8 +44,10 @@ def _nan_to_none(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def group_metrics(groups: list[list[Mapping[str, Any]]], *, mode: str) -> dict[str, Any]:
-    """The metrics of some problems (each a list of its ``n`` sample records)."""
+def group_metrics(groups: list[list[Mapping[str, Any]]], *, mode: str,
+                  conventions: str = "default") -> dict[str, Any]:
+    """The metrics of some problems (each a list of its ``n`` sample records); ``mode`` and
+    ``conventions`` decide which answers ``maj@k`` counts as one."""
     correct = np.array([[bool(r["correct"]) for r in g] for g in groups])  # (P, n)
     answers = [[r["extracted"] for r in g] for g in groups]
     flat = [r for g in groups for r in g]
@@ -54,7 +56,7 @@ def group_metrics(groups: list[list[Mapping[str, Any]]], *, mode: str) -> dict[s
     out: dict[str, Any] = {"problems": len(groups), "samples": n, f"avg@{n}": mean,
                            f"avg@{n}_ci95": [_nan_to_none(low), _nan_to_none(high)]}
     def same(a: str, b: str) -> bool:
-        return fast_verdict(a, b, mode=mode) is True
+        return fast_verdict(a, b, mode=mode, conventions=conventions) is True
 
     for k in k_ladder(n):
         out[f"pass@{k}"] = pass_at_k(correct, k)
@@ -67,7 +69,8 @@ def group_metrics(groups: list[list[Mapping[str, Any]]], *, mode: str) -> dict[s
     return out
 
 
-def summarize(records: Iterable[Mapping[str, Any]], *, mode: str) -> dict[str, Any]:
+def summarize(records: Iterable[Mapping[str, Any]], *, mode: str,
+              conventions: str = "default") -> dict[str, Any]:
     """``{"overall": metrics, "by_source": {source: metrics}}`` of all records.
 
     Raises:
@@ -79,8 +82,11 @@ def summarize(records: Iterable[Mapping[str, Any]], *, mode: str) -> dict[str, A
     by_source: dict[str, list] = defaultdict(list)
     for g in groups:
         by_source[str(g[0]["source"])].append(g)
-    return {"overall": group_metrics(groups, mode=mode),
-            "by_source": {s: group_metrics(by_source[s], mode=mode) for s in sorted(by_source)}}
+    def metrics(some: list) -> dict[str, Any]:
+        return group_metrics(some, mode=mode, conventions=conventions)
+
+    return {"overall": metrics(groups), "by_source": {s: metrics(by_source[s])
+                                                      for s in sorted(by_source)}}
 
 
 def _pct(x: float | None) -> str:

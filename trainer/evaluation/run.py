@@ -2,7 +2,8 @@
 
 The output directory holds::
 
-    settings.json   what was evaluated and how (model, data, k, sampling, verifier, seed)
+    settings.json   what was evaluated and how (model, data, k, sampling, verifier and its
+                    conventions, seed)
     samples.jsonl   one line per sample: index, id, source, sample, response, extracted,
                     correct, timed_out, length, truncated
     summary.json    settings + overall and per-source metrics (``eval_report.summarize``)
@@ -60,13 +61,20 @@ class EvalSettings:
     seed: int
     engine: str
     dtype: str
+    conventions: str = "default"
 
     def sampling_params(self) -> SamplingParams:
         return SamplingParams(temperature=self.temperature, top_p=self.top_p,
                               max_new_tokens=self.max_new_tokens, greedy=self.greedy)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as written to ``settings.json``; ``conventions`` only when not
+        ``"default"``, so the files of an evaluation with the default conventions are what
+        they were before the setting existed, and such evaluations resume."""
+        out = dataclasses.asdict(self)
+        if out["conventions"] == "default":
+            del out["conventions"]
+        return out
 
 
 def check_output_dir(output: Path, settings: EvalSettings) -> bool:
@@ -187,7 +195,7 @@ def sample_and_verify(engine, tokenizer, problems: list[Problem], settings: Eval
                               seeds=[problem_seed(s.seed, i) for i in chunk])
         golds = [problems[i].answer for i in chunk for _ in range(k)]
         scores = score_batch(out.texts, golds, style=s.answer_style, mode=s.mode,
-                             timeout=s.timeout)
+                             timeout=s.timeout, conventions=s.conventions)
         records = []
         for row, (i, j) in enumerate((i, j) for i in chunk for j in range(k)):
             if i in missing:

@@ -36,7 +36,8 @@ def heldout_metrics(engine: RolloutEngine, tokenizer: PreTrainedTokenizerBase,
                    template=cfg.model.prompt_template,
                    use_chat_template=cfg.model.use_chat_template,
                    answer_style=cfg.reward.answer_style, mode=cfg.reward.mode,
-                   timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size,
+                   timeout=cfg.reward.timeout, conventions=cfg.reward.conventions,
+                   batch_size=cfg.eval.batch_size,
                    seed=cfg.eval.seed + comm.rank)
     if not comm.enabled:
         return out

@@ -214,7 +214,8 @@ def _warm_start(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, cfg:
             k=cfg.eval.k, temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
             max_new_tokens=cfg.rollout.max_new_tokens, template=cfg.model.prompt_template,
             use_chat_template=cfg.model.use_chat_template, answer_style=cfg.reward.answer_style,
-            mode=cfg.reward.mode, timeout=cfg.reward.timeout, batch_size=cfg.eval.batch_size,
+            mode=cfg.reward.mode, timeout=cfg.reward.timeout,
+            conventions=cfg.reward.conventions, batch_size=cfg.eval.batch_size,
             seed=ws.probe_seed)
         evaluate = probe_evaluator(model, tokenizer, probe[:ws.probe_problems], **settings)
         if ws.fine_every:
@@ -318,7 +319,8 @@ def _episodes(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase, engine: Roll
     """The training problem stream of this rank, scored by the configured reward (with
     ``rollout.async_steps``, in a generator process holding a copy of ``model``)."""
     r = cfg.reward
-    reward_kwargs = {"style": r.answer_style, "mode": r.mode, "timeout": r.timeout}
+    reward_kwargs = {"style": r.answer_style, "mode": r.mode, "timeout": r.timeout,
+                     "conventions": r.conventions}
     if r.overlong_punishment:  # DAPO 4: soft overlong punishment, added by the env
         reward_kwargs.update(max_length=cfg.rollout.max_new_tokens,
                              cache_length=r.overlong_buffer)

@@ -112,7 +112,8 @@ def probe_problems(family: str, level: int, *, seed: int, count: int, excluded: 
 def probe_evaluator(model, tokenizer, problems: list[Problem], *, k: int, temperature: float,
                     top_p: float, max_new_tokens: int, template: str, use_chat_template: bool,
                     answer_style: str = "auto", mode: str = "symbolic", timeout: float = 5.0,
-                    batch_size: int = 256, seed: int = 0) -> Callable[[], float]:
+                    conventions: str = "default", batch_size: int = 256,
+                    seed: int = 0) -> Callable[[], float]:
     """A function returning the sampled accuracy (avg@k) of ``model`` on ``problems``: the
     ``eval/avg@k`` of :func:`verimath.trainer.evaluation.evaluate.evaluate` with these
     settings (the same samples, without its greedy pass), with the same seed at every call,
@@ -139,7 +140,7 @@ def probe_evaluator(model, tokenizer, problems: list[Problem], *, k: int, temper
                 out = generate_seeded(engine, ids, params, n=k, seeds=seeds)
                 gold = [g for g in golds[start:start + per_batch] for _ in range(k)]
                 correct.append(score_batch(out.texts, gold, style=answer_style, mode=mode,
-                                           timeout=timeout).correct)
+                                           timeout=timeout, conventions=conventions).correct)
         finally:
             model.train()
         return float(np.concatenate(correct).mean())
