@@ -18,7 +18,7 @@ default ``rollout_is_threshold``)."""
 STALE_DEFAULT = ("token-truncate", DEFAULT_CORRECTION_CAP)
 """The rollout correction of asynchronous runs that set none (``algo.rollout_correction`` and
 ``algo.rollout_is_cap`` unset): measured against the alternatives in
-docs/experiments/2026-12-03-async-corrections.md."""
+docs/experiments/2026-12-04-async-corrections.md."""
 
 
 @dataclass(frozen=True)
