@@ -4,7 +4,9 @@
 # the digits are then right by chance often enough to give informative groups.
 SMOKE = [
     "model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
-    "data.level=1", "warmstart.steps=150", "warmstart.lr=1e-2", "warmstart.batch_size=32",
+    "data.level=1", "warmstart.steps=150",
+    "warmstart.target_accuracy=null", "warmstart.noise_after=0",  # a fixed-length warm start
+    "warmstart.lr=1e-2", "warmstart.batch_size=32",
     "rollout.gen_prompts=8", "rollout.group_size=8", "rollout.max_new_tokens=12",
     "algo.train_prompts=4", "algo.mini_batch_prompts=2", "algo.micro_batch_size=5",
     "algo.max_gen_rounds=4", "optim.lr=1e-2", "optim.warmup_steps=0",

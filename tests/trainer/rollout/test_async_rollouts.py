@@ -31,6 +31,7 @@ pytestmark = pytest.mark.slow
 
 MICRO = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
          "model.threads=1", "data.level=1", "warmstart.steps=60", "warmstart.lr=1e-2",
+         "warmstart.target_accuracy=null", "warmstart.noise_after=0",
          "warmstart.batch_size=16", "rollout.gen_prompts=6", "rollout.group_size=4",
          "rollout.max_new_tokens=12", "reward.overlong_buffer=2", "algo.train_prompts=3",
          "algo.mini_batch_prompts=2", "algo.max_gen_rounds=2", "eval.num_problems=0",
