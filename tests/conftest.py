@@ -71,7 +71,7 @@ def shared_data() -> Path:
 
 WARM_TINY_STEPS = 500
 """Supervised steps of the shared warm start (the tiny preset itself stops at a probe
-accuracy, after 400-1950 steps)."""
+accuracy, after 650-2600 steps)."""
 
 
 @pytest.fixture(scope="session")
