@@ -63,7 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 MODEL_DIRS = ("my-model", "models/Qwen2.5-Math-7B", "models/Qwen2.5-32B",  # model.path values
               "models/Qwen2.5-1.5B")                                       # the pages use
-FAST = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=2",
+# one head of size 32: a size vLLM's CPU attention takes, for the pages' vLLM commands
+FAST = ["model.tiny_hidden_size=32", "model.tiny_layers=1", "model.tiny_heads=1",
         "model.threads=0", "warmstart.steps=0", "rollout.gen_prompts=2", "rollout.group_size=2",
         "rollout.max_new_tokens=4", "reward.overlong_buffer=2", "algo.train_prompts=2",
         "algo.mini_batch_prompts=2", "algo.max_gen_rounds=1", "algo.dynamic_sampling=false",

@@ -107,17 +107,18 @@ def rl_step(state: TrainState) -> dict[str, float]:
         forward = proximal or not _all_stored(padded, comm)
         batch.old_logp = (sequence_logprobs(state.model, batch, **fwd) if forward else
                           torch.zeros_like(batch.mask))  # pi_old, (N, S-1)
-        if proximal or per_update:  # clip around pi_old, weight by pi_old / pi_sampler
-            use_proximal_policy(batch, padded, batch.old_logp)
+        step_start = batch.old_logp.clone() if proximal or per_update else None
+        use_sampling_policy(batch, padded)  # a group from an earlier step: its sampler
+        # engine vs trainer log-probs of the policy that sampled each group, all ranks
+        extra.update(engine_mismatch(batch, comm))
+        if step_start is not None:  # clip around pi_old, weight by pi_old / pi_sampler
+            use_proximal_policy(batch, padded, step_start)
             if per_update:  # pi_old: each update's own; the updates weigh against the samplers
                 batch.old_logp = batch.behaviour_logp
-        else:
-            use_sampling_policy(batch, padded)  # a group from an earlier step: its sampler
         keep_sampling_policy(state.model, balanced(state.surplus, state, new_only=True),
                              pad_id=state.pad_id, device=state.device, **fwd)
         if state.ref_model is not None:  # optional KL: the model RL started from
             batch.ref_logp = sequence_logprobs(state.ref_model, batch, **fwd)
-        extra.update(engine_mismatch(batch, comm))  # engine vs trainer log-probs, all ranks
         mode, cap = algo.correction(cfg.rollout.async_steps)
         if not per_update and mode != "none" and batch.behaviour_logp is not None:
             batch.is_weights, weighed = rollout_weights(batch.old_logp, batch.behaviour_logp,
