@@ -4,6 +4,7 @@
     verimath ablate --family all --workers 2 --output ablations/all
     verimath ablate --family add-one --seeds 0,1 optim.steps=20     # overrides for every run
     verimath ablate --family losses --only dapo,dapo-with-gspo   # DAPO against GSPO's loss
+    verimath ablate --family corrections --config tiny   # one step off, each correction
     verimath ablate --mechanisms --dry-run               # the four regimes, what each runs
     verimath ablate --mechanisms --only clip-higher --seeds 5
 
@@ -45,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cumulative: the paper's path GRPO -> DAPO; leave-one-out: DAPO "
                              "minus each control; add-one: GRPO plus each control; all: the "
                              "three, each variant once; losses: DAPO with each policy loss "
-                             "(algo.policy_loss: cispo, gspo, clip-cov, kl-cov) (default: "
+                             "(algo.policy_loss: cispo, gspo, clip-cov, kl-cov); corrections: "
+                             "DAPO one step off with each treatment of stale groups "
+                             "(algo.rollout_correction, or the sampler's ratio) (default: "
                              "cumulative)")
     parser.add_argument("--only", default=None, metavar="NAMES",
                         help="run only these variants of the family, by directory name "

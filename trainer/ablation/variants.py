@@ -13,13 +13,19 @@ families that reach the same set share one variant (and one set of runs). Famili
 - ``losses``: DAPO, then DAPO with each other registered policy loss in place of the clipped
   surrogate (``algo.policy_loss``: CISPO, GSPO, Clip-Cov, KL-Cov; named ``dapo-with-<loss>``
   and compared with DAPO seed by seed). Not part of ``all``.
+- ``corrections``: DAPO, then DAPO one step off (``rollout.async_steps=1``) with each
+  treatment of stale groups: the ratio against the sampler (``dapo-async-sampler``,
+  ``algo.proximal_clip=false``), and against the policy at the start of the step with each
+  rollout correction (``dapo-async-<mode>``, ``algo.rollout_correction``; ``token-truncate``
+  is the asynchronous default). Compared with synchronous DAPO seed by seed. Not part of
+  ``all``; in a synchronous run the corrections change nothing (the sampler is the policy).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verimath.trainer.config.choices import POLICY_LOSS_NAMES
+from verimath.trainer.config.choices import POLICY_LOSS_NAMES, ROLLOUT_CORRECTION_NAMES
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,9 @@ CONTROLS = (  # the paper's cumulative order
     Control("dyn-sampling", "algo.dynamic_sampling", "dynamic sampling"),
 )
 FAMILIES = ("cumulative", "leave-one-out", "add-one")
-FAMILY_CHOICES = (*FAMILIES, "all", "losses")
+FAMILY_CHOICES = (*FAMILIES, "all", "losses", "corrections")
+SAMPLER = "sampler"
+"""The ``corrections`` family's stale-group treatment without a proximal policy."""
 LOSS_LABELS = {"cispo": "CISPO", "gspo": "GSPO", "clip-cov": "Clip-Cov", "kl-cov": "KL-Cov"}
 """Table labels of the policy losses (a registered loss without one shows its name)."""
 
@@ -53,6 +61,9 @@ class Variant:
     families: tuple[str, ...] = ()
     loss: str = "clip"
     """``algo.policy_loss``; ``clip`` (the default) is DAPO's clipped surrogate."""
+    stale: str | None = None
+    """One step off with this treatment of stale groups: a rollout correction's name, or
+    :data:`SAMPLER`; None: synchronous."""
 
     @property
     def off(self) -> tuple[str, ...]:
@@ -63,7 +74,8 @@ class Variant:
         """Directory name: ``grpo``, ``dapo``, ``grpo+clip-higher``, ``dapo-token-loss``,
         ``grpo+filter+clip-higher`` (fewer switches on than off: listed as added to GRPO),
         then ``-with-<loss>`` for a policy loss other than ``clip`` (``dapo-with-gspo``)."""
-        return self._controls_name + ("" if self.loss == "clip" else f"-with-{self.loss}")
+        name = self._controls_name + ("" if self.loss == "clip" else f"-with-{self.loss}")
+        return name if self.stale is None else f"{name}-async-{self.stale}"
 
     @property
     def _controls_name(self) -> str:
@@ -79,9 +91,15 @@ class Variant:
     def label(self) -> str:
         """Table label: ``GRPO``, ``DAPO``, ``DAPO - clip-higher``, ``GRPO + ... + ...``, and
         ``, <loss> loss`` for a policy loss other than ``clip`` (``DAPO, GSPO loss``)."""
-        if self.loss == "clip":
-            return self._controls_label
-        return f"{self._controls_label}, {LOSS_LABELS.get(self.loss, self.loss)} loss"
+        label = self._controls_label
+        if self.loss != "clip":
+            label = f"{label}, {LOSS_LABELS.get(self.loss, self.loss)} loss"
+        if self.stale is not None:
+            label = f"{label}, one step off, " + (
+                "ratio against the sampler" if self.stale == SAMPLER else
+                "ratio against the step's start" + (
+                    ", unweighted" if self.stale == "none" else f", {self.stale}"))
+        return label
 
     @property
     def _controls_label(self) -> str:
@@ -98,7 +116,13 @@ class Variant:
         """``key=true|false`` for every control (all five, so that the preset's own values
         never leak into a variant), and ``algo.policy_loss`` when it is not ``clip``."""
         out = [f"{c.key}={'true' if c.slug in self.on else 'false'}" for c in CONTROLS]
-        return out + ([] if self.loss == "clip" else [f"algo.policy_loss={self.loss}"])
+        out += [] if self.loss == "clip" else [f"algo.policy_loss={self.loss}"]
+        if self.stale == SAMPLER:
+            out += ["rollout.async_steps=1", "algo.proximal_clip=false"]
+        elif self.stale is not None:
+            out += ["rollout.async_steps=1", "algo.proximal_clip=true",
+                    f"algo.rollout_correction={self.stale}"]
+        return out
 
 
 def family_variants(family: str) -> list[tuple[str, ...]]:
@@ -121,11 +145,22 @@ def loss_variants() -> list[Variant]:
         Variant(dapo, ("losses",), loss) for loss in POLICY_LOSS_NAMES if loss != "clip"]
 
 
+def correction_variants() -> list[Variant]:
+    """The ``corrections`` family: synchronous DAPO (its reference), then DAPO one step off
+    with the sampler's ratio and with each rollout correction."""
+    dapo = tuple(c.slug for c in CONTROLS)
+    return [Variant(dapo, ("cumulative", "leave-one-out", "corrections"))] + [
+        Variant(dapo, ("corrections",), stale=stale)
+        for stale in (SAMPLER, *ROLLOUT_CORRECTION_NAMES)]
+
+
 def select_variants(family: str) -> list[Variant]:
     """The variants of ``family`` (or of ``all``), each switched-on set once, with every
     family it belongs to; order: first appearance (cumulative, leave-one-out, add-one)."""
     if family == "losses":
         return loss_variants()
+    if family == "corrections":
+        return correction_variants()
     names = FAMILIES if family == "all" else (family,)
     if family != "all" and family not in FAMILIES:
         raise ValueError(f"--family must be one of {', '.join(FAMILY_CHOICES)}, got {family!r}")

@@ -260,3 +260,26 @@ def test_the_losses_family_sets_each_policy_loss_beside_dapo():
         assert config.algo.policy_loss == variant.loss and config.algo.dynamic_sampling
     assert "losses" not in {f for v in select_variants("all") for f in v.families}
     assert all(v.loss == "clip" for v in select_variants("all"))  # the other families stay
+
+
+def test_the_corrections_family_runs_dapo_one_step_off_with_each_correction():
+    from verimath.trainer.ablation.report import reference_of
+    from verimath.trainer.config.choices import ROLLOUT_CORRECTION_NAMES
+
+    variants = select_variants("corrections")
+    names = [v.name for v in variants]
+    assert names == ["dapo", "dapo-async-sampler"] + [
+        f"dapo-async-{mode}" for mode in ROLLOUT_CORRECTION_NAMES]
+    assert all(reference_of(name) == "dapo" for name in names[1:])  # paired with sync DAPO
+    sync = load_config("tiny", variants[0].overrides())
+    assert sync.rollout.async_steps == 0
+    sampler = load_config("tiny", variants[1].overrides())
+    assert sampler.rollout.async_steps == 1 and not sampler.algo.uses_proximal(1)
+    for variant, mode in zip(variants[2:], ROLLOUT_CORRECTION_NAMES):
+        config = load_config("tiny", variant.overrides())
+        assert config.rollout.async_steps == 1 and config.algo.uses_proximal(1)
+        assert config.algo.correction(1)[0] == mode and config.algo.dynamic_sampling
+    assert variants[1].label == "DAPO, one step off, ratio against the sampler"
+    assert variants[2].label == "DAPO, one step off, ratio against the step's start, unweighted"
+    assert "corrections" not in {f for v in select_variants("all") for f in v.families}
+    assert all(v.stale is None for v in select_variants("losses"))
