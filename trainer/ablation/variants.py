@@ -137,20 +137,27 @@ def family_variants(family: str) -> list[tuple[str, ...]]:
     raise ValueError(f"--family must be one of {', '.join(FAMILY_CHOICES)}, got {family!r}")
 
 
+DAPO_ON = tuple(c.slug for c in CONTROLS)
+"""Every control switched on: DAPO."""
+
+
+def _dapo_reference(family: str) -> Variant:
+    """DAPO as the reference of ``family`` (it also belongs to two of the paper's families)."""
+    return Variant(DAPO_ON, ("cumulative", "leave-one-out", family))
+
+
 def loss_variants() -> list[Variant]:
     """The ``losses`` family: DAPO (its reference), then DAPO with each other registered
     policy loss."""
-    dapo = tuple(c.slug for c in CONTROLS)
-    return [Variant(dapo, ("cumulative", "leave-one-out", "losses"))] + [
-        Variant(dapo, ("losses",), loss) for loss in POLICY_LOSS_NAMES if loss != "clip"]
+    return [_dapo_reference("losses")] + [
+        Variant(DAPO_ON, ("losses",), loss) for loss in POLICY_LOSS_NAMES if loss != "clip"]
 
 
 def correction_variants() -> list[Variant]:
     """The ``corrections`` family: synchronous DAPO (its reference), then DAPO one step off
     with the sampler's ratio and with each rollout correction."""
-    dapo = tuple(c.slug for c in CONTROLS)
-    return [Variant(dapo, ("cumulative", "leave-one-out", "corrections"))] + [
-        Variant(dapo, ("corrections",), stale=stale)
+    return [_dapo_reference("corrections")] + [
+        Variant(DAPO_ON, ("corrections",), stale=stale)
         for stale in (SAMPLER, *ROLLOUT_CORRECTION_NAMES)]
 
 
