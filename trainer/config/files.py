@@ -34,6 +34,14 @@ SECTIONS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
 _ALIASES = {"algorithm": "algo", "optimisation": "optim", "optimization": "optim"}
 BASE_KEY, REQUIRES_KEY = "__base__", "__requires__"
 
+RETIRED_PRESETS = {
+    "chain": "RL on it ended -0.3 points from its warm start "
+             "(docs/experiments/2026-12-02-chain-ablation.md). Train `chain-mix` (mixed chain "
+             "lengths, flawed warm start), which learns; the settings remain as `chain-base`, "
+             "the base of chain-mix and the mech-* presets, to reproduce that page.",
+}
+"""Names that were presets, with why they went and what to use: loading one says so."""
+
 
 def _section_class(name: str) -> type:
     return typing.get_type_hints(TrainConfig)[name]
@@ -180,6 +188,9 @@ def read_config_file(name_or_path: str, *, _depth: int = 0) -> tuple[dict[str, A
             raise ValueError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
                              f"offset {exc.start}); save the file as UTF-8") from None
     else:
+        if name_or_path in RETIRED_PRESETS:
+            raise ValueError(f"preset {name_or_path!r} is retired: "
+                             f"{RETIRED_PRESETS[name_or_path]}")
         if name_or_path not in preset_names():
             raise ValueError(
                 f"unknown preset {name_or_path!r}; presets: {', '.join(preset_names())} "

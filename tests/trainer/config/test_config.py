@@ -270,3 +270,21 @@ def test_a_config_file_that_is_not_utf8_is_named(tmp_path):
     path.write_bytes(b"# caf\xe9\noptim:\n  steps: 3\n")
     with pytest.raises(ValueError, match=r"latin.yaml: not UTF-8 text \(byte 0xe9 at offset 5\)"):
         load_config(str(path))
+
+
+def test_a_retired_preset_says_why_and_what_to_train_instead():
+    with pytest.raises(ValueError, match=r"preset 'chain' is retired: .*Train `chain-mix`"):
+        load_config("chain")
+
+
+def test_a_retired_preset_as_a_users_base_names_the_base_key(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("__base__: chain\noptim:\n  steps: 3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"mine\.yaml: __base__: preset 'chain' is retired"):
+        load_config(str(path))
+
+
+def test_chain_base_is_the_retired_chain_and_chain_mix_starts_from_it():
+    base, mix = load_config("chain-base"), load_config("chain-mix")
+    assert (base.data.family, base.data.level, base.rollout.max_new_tokens) == ("Chain", 3, 96)
+    assert mix.data.family == "ChainMix" and mix.rollout.max_new_tokens == 96

@@ -267,7 +267,7 @@ def test_the_run_gives_the_fine_probe_its_larger_set_and_trains_on_neither(monke
     from verimath.trainer.rollout.episodes import heldout_problems
     from verimath.trainer.run import setup
 
-    cfg = load_config("chain", ["warmstart.steps=4", "warmstart.batch_size=2",
+    cfg = load_config("chain-base", ["warmstart.steps=4", "warmstart.batch_size=2",
                                 "warmstart.eval_every=2", "warmstart.near_every=0",
                                 "warmstart.probe_problems=3", "warmstart.fine_probe_problems=7",
                                 "model.tiny_hidden_size=32", "model.tiny_layers=1",
