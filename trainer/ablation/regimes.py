@@ -223,6 +223,7 @@ def training_measures(records: list[dict], k: int) -> dict:
 
     return {
         "entropy": mean("policy/entropy"), "clip_high": mean("clip/frac_high"),
+        "clip_high_rare": mean("clip/frac_high_rare"),
         "train_truncated": mean("length/truncated_frac"),
         "train_wrong_length": mean("length/wrong_mean"),
         "informative_per_update": informative / updates if updates else math.nan,

@@ -99,6 +99,10 @@ def register_policy_loss(name: str, *, selects: str | None = None):
         return fn
     return register
 
+RARE_PROB = 0.2
+"""Below this sampling probability a token is rare (``clip/frac_high_rare``): the DAPO paper
+found the tokens its symmetric upper clip stopped all below it."""
+
 # exp(20) ~ 5e8: ratios beyond this are numerical accidents; clamping keeps them finite.
 _MAX_LOG_RATIO = 20.0
 
@@ -373,7 +377,9 @@ def dapo_policy_loss(
     ``loss/policy`` (this micro-batch's share: with global counts, the shares of all
     micro-batches sum to the step's loss); ``clip/frac_low``, ``clip/frac_high``,
     ``clip/frac_dual`` (fraction of tokens where that clip bound applies; for ``clip``
-    their gradient is removed), ``clip/frac_cov`` for the covariance losses (the selected
+    their gradient is removed), ``clip/frac_high_rare`` (for losses with an upper bound: the
+    tokens at it whose sampling probability was below :data:`RARE_PROB`, as a fraction of all
+    tokens), ``clip/frac_cov`` for the covariance losses (the selected
     tokens); ``policy/approx_kl`` (mean of the k3 estimator ``(r - 1) - log r`` of
     KL(old || new), >= 0); ``policy/ratio_mean``, ``policy/ratio_max``, ``policy/ratio_min``;
     ``policy/tokens`` (masked tokens, to weight micro-batch metrics when averaging them).
@@ -401,6 +407,10 @@ def dapo_policy_loss(
     loss = aggregate_loss(per_token, mask, aggregation=aggregation, num_tokens=num_tokens,
                           num_sequences=num_sequences, horizon=horizon)
     metrics = _policy_metrics(loss, ratio, log_ratio, active, keep)
+    if "high" in active:  # the tokens the upper clip exists to hold back (SPEC: clip-higher)
+        rare = keep & (old_logp.detach() < math.log(RARE_PROB))
+        metrics["clip/frac_high_rare"] = (float((active["high"] & rare).sum()) / metrics[
+            "policy/tokens"] if metrics["policy/tokens"] else 0.0)
     return loss, metrics
 
 

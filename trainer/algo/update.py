@@ -21,7 +21,7 @@ from verimath.trainer.algo.loss import dapo_policy_loss, kl_penalty, select_toke
 from verimath.trainer.core.distributed import Comm
 
 TOKEN_WEIGHTED = ("clip/frac_low", "clip/frac_high", "clip/frac_dual", "clip/frac_cov",
-                  "policy/approx_kl")
+                  "clip/frac_high_rare", "policy/approx_kl")
 SUMMED = ("loss/policy", "loss/kl", *TOKEN_WEIGHTED, "policy/entropy",
           "rollout/is_weight_mean", "rollout/is_bounded_frac")
 """Update metrics that are each rank's share of a global value."""

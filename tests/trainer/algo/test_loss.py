@@ -125,6 +125,30 @@ def test_hand_worked_clip_high_and_dual_clip():
     assert (m["clip/frac_high"], m["clip/frac_dual"], m["clip/frac_low"]) == (0.5, 0.5, 0.0)
 
 
+def test_hand_worked_rare_tokens_at_the_upper_clip():
+    # Four tokens, all A = +1 and ratio e^0.5 = 1.65 > 1.28 (every one at the upper clip);
+    # sampled with probabilities 0.05, 0.15, 0.3, 0.9: two below 0.2, so 2 of 4 are rare.
+    old = torch.log(torch.tensor([[0.05, 0.15, 0.3, 0.9]], dtype=F64))
+    logp = old + 0.5
+    _, m = dapo_policy_loss(logp, old, torch.tensor([1.0], dtype=F64), torch.ones(1, 4))
+    assert m["clip/frac_high"] == 1.0 and m["clip/frac_high_rare"] == 0.5
+    # a masked rare token does not count, and the fraction is over the unmasked tokens
+    _, m = dapo_policy_loss(logp, old, torch.tensor([1.0], dtype=F64),
+                            torch.tensor([[0.0, 1.0, 1.0, 1.0]]))
+    assert m["clip/frac_high_rare"] == pytest.approx(1 / 3)
+
+
+@settings(max_examples=50, deadline=None)
+@given(hnp.arrays(np.float64, (2, 5), elements=st.floats(-4, 0)),
+       hnp.arrays(np.float64, (2, 5), elements=st.floats(-1, 1)),
+       st.floats(-2, 2).filter(lambda a: abs(a) > 1e-3))
+def test_rare_upper_clip_is_a_part_of_the_upper_clip(old, shift, adv):
+    old_t = torch.tensor(old)
+    _, m = dapo_policy_loss(old_t + torch.tensor(shift), old_t,
+                            torch.tensor([adv, -adv], dtype=F64), torch.ones(2, 5))
+    assert 0.0 <= m["clip/frac_high_rare"] <= m["clip/frac_high"] <= 1.0
+
+
 def test_token_level_weighs_long_responses_more():
     # lengths 1 and 3, advantages +1 and -1, logp == old_logp:
     # token-mean = -(1 - 3) / 4 = 0.5 ; seq-mean-token-mean = -(1 + -1) / 2 = 0
