@@ -129,10 +129,11 @@ REGIMES: dict[str, Regime] = {r.name: r for r in (
         probe="loops"),
     Regime(
         name="overlong", preset="mech-overlong",
-        built_in="a response cap (33 tokens) that cuts the right working of the 55% of "
-                 "problems whose first sum has two digits, and a warm start that answers at "
-                 "once (an estimate, right one time in three) in 30% of its samples: on those "
-                 "problems right working scores as wrong and only an estimate can score",
+        built_in="a response cap (32 tokens) that cuts the last digit of the answer of the "
+                 "right working of the 55% of problems whose first sum has two digits, and a "
+                 "warm start that answers at once (an estimate, right one time in three) in 30% "
+                 "of its samples: on those problems right working scores as wrong and only an "
+                 "estimate can score",
         warm_start=((),),
         arms=(Arm("none", "neither (a truncated response scores as wrong)",
                   _switches(**{**DAPO, "filter": False, "soft": False})),
@@ -148,6 +149,24 @@ REGIMES: dict[str, Regime] = {r.name: r for r in (
                  Effect("soft overlong punishment", "mechanism", "truncated", "soft", "none",
                         -1),
                  Effect("soft overlong punishment", "accuracy", "acc", "soft", "none", +1)),
+        probe="cap"),
+    Regime(
+        name="overlong-rare", preset="mech-overlong-rare",
+        built_in="as overlong, on four-term chains with a 44-token cap that cuts the last "
+                 "digit of the answer of the right working of the 15% of problems whose working "
+                 "is longest: truncation is occasional, so a truncated response scored as wrong "
+                 "is mostly noise against working that is right elsewhere; a warm start three "
+                 "times as long",
+        warm_start=((),),
+        arms=(Arm("none", "neither (a truncated response scores as wrong)",
+                  _switches(**{**DAPO, "filter": False, "soft": False})),
+              Arm("filter", "overlong filtering",
+                  _switches(**{**DAPO, "filter": True, "soft": False}))),
+        effects=(Effect("overlong filtering", "mechanism", "sound_working", "filter", "none",
+                        +1),
+                 Effect("overlong filtering", "mechanism", "truncated_sound", "filter", "none",
+                        +1, primary=False),
+                 Effect("overlong filtering", "accuracy", "acc", "filter", "none", +1)),
         probe="cap"),
     Regime(
         name="dynamic-sampling", preset="mech-dyn",

@@ -170,3 +170,23 @@ def test_the_report_tables_and_figure_come_from_the_records(tmp_path):
     assert png.stat().st_size > 10_000
     with pytest.raises(ValueError, match="no confirmatory record"):
         plot_regimes([], tmp_path / "none.png")
+
+
+@pytest.mark.parametrize("name", [n for n, r in REGIMES.items() if r.probe == "cap"])
+def test_the_cap_cuts_the_answer_of_the_right_working_it_is_built_to_cut(name):
+    """A response cut at the cap only once its answer is complete (EOS lost) still scores as
+    right: the overlong regimes must cut into the answer, or truncation costs nothing."""
+    from verimath.envs import generate, worked_solution
+    from verimath.rewards import score_batch
+    from verimath.trainer.model.tiny import make_char_tokenizer
+
+    config = load_config(REGIMES[name].preset, [])
+    assert config.model.path is None  # the tiny model and its character tokenizer
+    tokenizer, cap = make_char_tokenizer(), config.rollout.max_new_tokens
+    problems = [generate(config.data.family, 7, i, level=config.data.level) for i in range(300)]
+    ids = [tokenizer(worked_solution(p), add_special_tokens=False)["input_ids"] for p in problems]
+    cut = [len(x) + 1 > cap for x in ids]  # + EOS
+    texts = [tokenizer.decode(x[:cap]) for x in ids]
+    correct = score_batch(texts, [p.answer for p in problems]).correct
+    assert 0.05 < sum(cut) / len(cut) < 0.7, (name, sum(cut))
+    assert all(bool(ok) != c for ok, c in zip(correct, cut)), name  # cut ⇔ scored wrong
