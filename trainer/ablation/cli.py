@@ -5,7 +5,7 @@
     verimath ablate --family add-one --seeds 0,1 optim.steps=20     # overrides for every run
     verimath ablate --family losses --only dapo,dapo-with-gspo   # DAPO against GSPO's loss
     verimath ablate --family corrections --config tiny   # one step off, each correction
-    verimath ablate --mechanisms --dry-run               # the four regimes, what each runs
+    verimath ablate --mechanisms --dry-run               # the regimes, what each runs
     verimath ablate --mechanisms --only clip-higher --seeds 5
 
 With ``--mechanisms`` it runs the regimes of :mod:`verimath.trainer.ablation.regimes`

@@ -33,14 +33,20 @@ def _number(value, scale: float = 1.0, digits: int = 3) -> str:
 
 
 def rows_table(rows: list[dict]) -> str:
-    """Markdown: control, kind, metric, effect (on - off), 95% interval, seeds, verdict."""
+    """Markdown: control, kind, metric, effect (on - off), 95% interval, seeds, verdict. A
+    control measured in more than one regime is named with its regime in each row."""
     lines = ["| control | kind | metric (on - off) | effect | 95% CI | seeds | paper's sign | "
              "interval excludes 0 |", "| " + " | ".join(["---"] * 8) + " |"]
+    regimes: dict[str, set] = {}
+    for row in rows:
+        regimes.setdefault(row["control"], set()).add(row.get("regime"))
     for row in rows:
         low, high = row["ci"]
         label = METRIC_LABELS.get(row["metric"], row["metric"])
         context = "" if row.get("primary", True) else " (context)"
-        lines.append(f"| {row['control']} | {row['kind']}{context} | {label} "
+        control = row["control"] + (f" ({row.get('regime')})"
+                                    if len(regimes[row["control"]]) > 1 else "")
+        lines.append(f"| {control} | {row['kind']}{context} | {label} "
                      f"({row['on']} - {row['off']}) | {_number(row['effect'])} | "
                      f"{_number(low)} to {_number(high)} | {row['seeds']} | "
                      f"{'yes' if row['direction_ok'] else 'no'} | "

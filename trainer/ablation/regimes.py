@@ -14,9 +14,12 @@ regime              built in                          mechanism (control on - of
                     8 updates per rollout
 ``token-level``     a start that sometimes loops on   wrong responses' length (-) and
                     a line and answers wrong (long)   repeated lines (-)
-``overlong``        right working longer than the     filter: right working (+);
-                    cap on some problems; a short     soft punishment: truncation (-)
-                    answer that is sometimes right
+``overlong``        a cap that cuts the answer of     filter: right working (+);
+                    the right working of half of the  soft punishment: truncation (-)
+                    problems; a short answer that is
+                    sometimes right
+``overlong-rare``   the same cut on 15% of the        filter: right working (+)
+                    problems (occasional truncation)
 ``dynamic-sampling`` few informative groups: most     informative groups per update (+)
                     are all right
 ==================  ================================  ======================================

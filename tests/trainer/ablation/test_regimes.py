@@ -166,6 +166,13 @@ def test_the_report_tables_and_figure_come_from_the_records(tmp_path):
     assert "| +0.050 | +0.050 to +0.050 | 3 | yes | yes |" in table  # acc: 0.05 each seed
     cost = cost_table(data["runs"])
     assert "| clip-higher | 3 | 205 (205-205) | 100 | 100 | 5 | 1.5-2.5 |" in cost
+    for seed in range(2):
+        data = res.add_record(path, _full_record(seed, "overlong"))
+        data = res.add_record(path, _full_record(seed, "overlong-rare"))
+    table = rows_table(data["rows"])
+    assert "| overlong filtering (overlong) | accuracy |" in table
+    assert "| overlong filtering (overlong-rare) | accuracy |" in table
+    assert "| soft overlong punishment | accuracy |" in table  # in one regime only
     png = plot_regimes(data["runs"], tmp_path / "fig.png")
     assert png.stat().st_size > 10_000
     with pytest.raises(ValueError, match="no confirmatory record"):
