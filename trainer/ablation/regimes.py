@@ -94,6 +94,17 @@ def _switches(**on: bool) -> tuple[str, ...]:
 
 DAPO = {"filter": True, "clip_higher": True, "soft": True, "token": True, "dynamic": True}
 
+FILTER_ARMS = (Arm("none", "neither (a truncated response scores as wrong)",
+                   _switches(**{**DAPO, "filter": False, "soft": False})),
+               Arm("filter", "overlong filtering",
+                   _switches(**{**DAPO, "filter": True, "soft": False})))
+"""The overlong regimes' arms without shaping and with the filter alone."""
+FILTER_EFFECTS = (
+    Effect("overlong filtering", "mechanism", "sound_working", "filter", "none", +1),
+    Effect("overlong filtering", "mechanism", "truncated_sound", "filter", "none", +1,
+           primary=False),
+    Effect("overlong filtering", "accuracy", "acc", "filter", "none", +1))
+
 REGIMES: dict[str, Regime] = {r.name: r for r in (
     Regime(
         name="clip-higher", preset="mech-clip",
@@ -138,17 +149,9 @@ REGIMES: dict[str, Regime] = {r.name: r for r in (
                  "of its samples: on those problems right working scores as wrong and only an "
                  "estimate can score",
         warm_start=((),),
-        arms=(Arm("none", "neither (a truncated response scores as wrong)",
-                  _switches(**{**DAPO, "filter": False, "soft": False})),
-              Arm("filter", "overlong filtering",
-                  _switches(**{**DAPO, "filter": True, "soft": False})),
-              Arm("soft", "soft overlong punishment",
-                  _switches(**{**DAPO, "filter": False, "soft": True}))),
-        effects=(Effect("overlong filtering", "mechanism", "sound_working", "filter", "none",
-                        +1),
-                 Effect("overlong filtering", "mechanism", "truncated_sound", "filter", "none",
-                        +1, primary=False),
-                 Effect("overlong filtering", "accuracy", "acc", "filter", "none", +1),
+        arms=(*FILTER_ARMS, Arm("soft", "soft overlong punishment",
+                                _switches(**{**DAPO, "filter": False, "soft": True}))),
+        effects=(*FILTER_EFFECTS,
                  Effect("soft overlong punishment", "mechanism", "truncated", "soft", "none",
                         -1),
                  Effect("soft overlong punishment", "accuracy", "acc", "soft", "none", +1)),
@@ -161,15 +164,8 @@ REGIMES: dict[str, Regime] = {r.name: r for r in (
                  "is mostly noise against working that is right elsewhere; a warm start three "
                  "times as long",
         warm_start=((),),
-        arms=(Arm("none", "neither (a truncated response scores as wrong)",
-                  _switches(**{**DAPO, "filter": False, "soft": False})),
-              Arm("filter", "overlong filtering",
-                  _switches(**{**DAPO, "filter": True, "soft": False}))),
-        effects=(Effect("overlong filtering", "mechanism", "sound_working", "filter", "none",
-                        +1),
-                 Effect("overlong filtering", "mechanism", "truncated_sound", "filter", "none",
-                        +1, primary=False),
-                 Effect("overlong filtering", "accuracy", "acc", "filter", "none", +1)),
+        arms=FILTER_ARMS,
+        effects=FILTER_EFFECTS,
         probe="cap"),
     Regime(
         name="dynamic-sampling", preset="mech-dyn",
