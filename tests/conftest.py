@@ -74,10 +74,49 @@ WARM_TINY_STEPS = 500
 accuracy, after 650-2600 steps)."""
 
 
+def _warm_start_key() -> str:
+    """A digest of what builds the shared warm start: the package's source and presets, this
+    file, the step count and the versions of torch, transformers and numpy."""
+    import hashlib
+
+    import numpy
+    import torch
+    import transformers
+    import verimath.envs
+    import verimath.rewards
+    import verimath.trainer
+
+    digest = hashlib.sha256()
+    for module in (verimath.envs, verimath.rewards, verimath.trainer):
+        root = Path(module.__file__).parent
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml")):
+            digest.update(f"{module.__name__}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    digest.update(f"{WARM_TINY_STEPS} {torch.__version__} {transformers.__version__} "
+                  f"{numpy.__version__}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _warm_start_cache() -> Path | None:
+    """Where built warm starts are kept between sessions (``$VERIMATH_TEST_CACHE``, default
+    ``<temp dir>/verimath-test-cache``; ``off`` keeps none)."""
+    import tempfile
+
+    where = os.environ.get("VERIMATH_TEST_CACHE", "")
+    if where.lower() == "off":
+        return None
+    return Path(where) if where else Path(tempfile.gettempdir()) / "verimath-test-cache"
+
+
 @pytest.fixture(scope="session")
 def warm_tiny_model(tmp_path_factory) -> str:
     """The tiny preset's model after ``WARM_TINY_STEPS`` supervised warm-start steps, built
     once per session: a Hugging Face directory (weights and tokenizer) for ``model.path``.
+
+    A build is kept in :func:`_warm_start_cache` under a digest of the code and versions that
+    make it (:func:`_warm_start_key`), so a later session on the same code (CI's vLLM stage
+    after its first) copies it instead of training again; each session gets its own copy.
 
     It writes ``Answer: n`` and gets about a third of the tiny preset's two-digit additions
     right at temperature 1, so RL has groups to learn from; its head size (32) is one vLLM's
@@ -85,12 +124,20 @@ def warm_tiny_model(tmp_path_factory) -> str:
     ``eval.num_problems``) are left out of its training, as in a run, so a test that
     evaluates on up to that many of them measures unseen problems. Tests that start RL from
     it pass ``model.path=<it>`` and ``warmstart.steps=0``."""
+    import shutil
+
     import torch
     from verimath.trainer.config.files import load_config
     from verimath.trainer.model.policy import load_policy
     from verimath.trainer.rollout.episodes import heldout_problems
     from verimath.trainer.warmstart.supervised import warmstart
 
+    folder = tmp_path_factory.mktemp("warm_tiny") / "model"
+    cache = _warm_start_cache()
+    kept = None if cache is None else cache / f"warm_tiny-{_warm_start_key()}"
+    if kept is not None and (kept / "config.json").is_file():
+        shutil.copytree(kept, folder)
+        return str(folder)
     cfg = load_config("tiny")
     torch.manual_seed(cfg.optim.seed)
     model, tokenizer = load_policy(cfg.model, device=torch.device("cpu"), dtype=torch.float32,
@@ -109,7 +156,13 @@ def warm_tiny_model(tmp_path_factory) -> str:
                   answer_prefix=ws.answer_prefix, noise=ws.noise)
     finally:
         torch.set_num_threads(threads)
-    folder = tmp_path_factory.mktemp("warm_tiny") / "model"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    if kept is not None:  # whole or not at all: a copy renamed into place
+        partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+        try:
+            shutil.copytree(folder, partial, dirs_exist_ok=True)
+            os.replace(partial, kept)
+        except OSError:  # another session put it there first, or the cache is not writable
+            shutil.rmtree(partial, ignore_errors=True)
     return str(folder)
