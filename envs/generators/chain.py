@@ -112,7 +112,7 @@ def worked_solution(problem: Problem) -> str:
     return solution
 
 
-FLAWS = ("slip", "recheck", "total-line", "estimate", "loop")
+FLAWS = ("slip", "recheck", "total-line", "estimate", "loop", "misread")
 """The ways :func:`flawed_solution` can spoil a worked solution."""
 
 ESTIMATE_OFFSETS = (-1, 0, 1)
@@ -139,6 +139,12 @@ def flawed_solution(problem: Problem, flaw: str, rng: np.random.Generator) -> st
     ``loop``     the lines up to a uniformly drawn line before the last, that line written
                  again 3 to 6 more times, then its total as the answer: a long, repetitive
                  response whose answer is always wrong (it stops before the last terms).
+    ``misread``  the working of another problem: the first term read with another leading
+                 digit (``7`` as one of ``1..9`` but ``7``; ``47`` as ``27``), every line's
+                 arithmetic right from there, so the answer is off by the misreading and
+                 always wrong. It parts from the right solution at its first token, among
+                 eight wrong ones: under heavy noise the right first token is rare and no one
+                 wrong opening is common.
     """
     if flaw not in FLAWS:
         raise ValueError(f"unknown Chain flaw {flaw!r}; choose from {list(FLAWS)}")
@@ -187,9 +193,16 @@ def _loop(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
     return "\n".join([*lines[:at + 1], *[lines[at]] * repeats, f"Answer: {answer}"])
 
 
+def _misread(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
+    first = str(terms[0])
+    lead = pick(rng, tuple(d for d in "123456789" if d != first[0]))
+    return chain_solution([int(lead + first[1:]), *terms[1:]], ops)
+
+
 def _total_line(terms: list[int], ops: list[str], rng: np.random.Generator) -> str:
     return chain_solution(terms, ops).replace("\nAnswer: ", "\nTotal: ")
 
 
 _FLAW_WRITERS = {"slip": _slip, "recheck": _recheck, "total-line": _total_line,
-                 "estimate": _offset_answer(ESTIMATE_OFFSETS), "loop": _loop}
+                 "estimate": _offset_answer(ESTIMATE_OFFSETS), "loop": _loop,
+                 "misread": _misread}

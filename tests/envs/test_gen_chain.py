@@ -125,7 +125,7 @@ def test_flawed_solution_names_an_unknown_flaw_and_a_problem_without_terms():
         flawed_solution(generate("Chain", 0, 0, 3), "typo", np.random.default_rng(0))
     with pytest.raises(ValueError, match="gen/Arithmetic/L1/0/0.*not a Chain problem"):
         flawed_solution(generate("Arithmetic", 0, 0, 1), "slip", np.random.default_rng(0))
-    assert FLAWS == ("slip", "recheck", "total-line", "estimate", "loop")
+    assert FLAWS == ("slip", "recheck", "total-line", "estimate", "loop", "misread")
 
 
 def _score(texts: list[str], problems) -> np.ndarray:
@@ -170,3 +170,31 @@ def test_a_loop_repeats_a_right_line_and_answers_its_total_which_is_wrong(item, 
     assert 3 <= len(rows) - len(distinct) <= 6  # written again 3 to 6 more times
     assert len(text) > len(worked_solution(problem)) or len(distinct) < len(right)
     assert not _score([text], [problem]).any()
+
+
+@settings(max_examples=50, deadline=None)
+@given(item=generator_items, draw=st.integers(0, 2**32 - 1))
+def test_a_misread_works_the_chain_right_from_a_first_term_with_another_leading_digit(item, draw):
+    seed, index, level = item
+    problem = generate("Chain", seed, index, level)
+    text = flawed_solution(problem, "misread", np.random.default_rng(draw))
+    rows, last = _lines(text)
+    first, solution = problem.meta["params"]["terms"][0], worked_solution(problem)
+    assert str(rows[0][0])[0] != str(first)[0]  # parts at the first token ...
+    assert str(rows[0][0])[1:] == str(first)[1:]  # ... and there alone in the first term
+    assert text[0] != solution[0] and text[1:].startswith(solution[1:len(str(first))])
+    assert all((a + b if op == "+" else a - b) == c for a, op, b, c in rows)  # right lines
+    assert [(op, b) for _, op, b, _ in rows] == [(op, b) for _, op, b, _ in
+                                                   _lines(solution)[0]]  # the other terms
+    assert int(last.removeprefix("Answer: ")) - int(problem.answer) == rows[0][0] - first
+    assert not _score([text], [problem]).any()
+
+
+def test_misread_openings_spread_over_the_eight_other_leading_digits():
+    problem = generate("Chain", 0, 0, 1)
+    rng = np.random.default_rng(0)
+    firsts = [flawed_solution(problem, "misread", rng)[0] for _ in range(1600)]
+    counts = {d: firsts.count(d) for d in "123456789"}
+    assert counts[worked_solution(problem)[0]] == 0
+    assert all(150 < c < 250 for d, c in counts.items()
+               if d != worked_solution(problem)[0])  # 200 expected each

@@ -9,8 +9,9 @@ seed by seed. What was built in is said per regime; none of it is a claim about 
 ==================  ================================  ======================================
 regime              built in                          mechanism (control on - off)
 ==================  ================================  ======================================
-``clip-higher``     right answers start with a token  mass on that token (+), entropy
-                    the warm start leaves near 5%;
+``clip-higher``     right answers start with one of   mass on that token (+), entropy
+                    nine openings the warm start
+                    leaves about equally likely;
                     8 updates per rollout
 ``token-level``     a start that sometimes loops on   wrong responses' length (-) and
                     a line and answers wrong (long)   repeated lines (-)
@@ -108,12 +109,13 @@ FILTER_EFFECTS = (
 REGIMES: dict[str, Regime] = {r.name: r for r in (
     Regime(
         name="clip-higher", preset="mech-clip",
-        built_in="a warm start on clean worked solutions, then 50 steps on which 90% of the "
-                 "targets answer at once (an estimate, right one time in three), so that the "
-                 "policy rarely starts working the chain, which is what mostly scores; 8 "
-                 "updates per rollout step",
-        warm_start=((), ("warmstart.pretrained=true", "warmstart.noise=0.9",
-                         "warmstart.lr=5e-4", "warmstart.flaws=[estimate]",
+        built_in="a warm start on clean worked solutions, then 50 steps on which 95% of the "
+                 "targets work the chain from a misread first term (any of the eight other "
+                 "leading digits, always wrong), so that the right first token is one of nine "
+                 "about equally likely openings and only it can score; 8 updates per rollout "
+                 "step",
+        warm_start=((), ("warmstart.pretrained=true", "warmstart.noise=0.95",
+                         "warmstart.lr=5e-4", "warmstart.flaws=[misread]",
                          "warmstart.steps=50")),
         arms=(Arm("symmetric", "symmetric clip (0.2, 0.2)",
                   _switches(**{**DAPO, "clip_higher": False})),
