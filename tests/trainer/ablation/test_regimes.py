@@ -197,3 +197,29 @@ def test_the_cap_cuts_the_answer_of_the_right_working_it_is_built_to_cut(name):
     correct = score_batch(texts, [p.answer for p in problems]).correct
     assert 0.05 < sum(cut) / len(cut) < 0.7, (name, sum(cut))
     assert all(bool(ok) != c for ok, c in zip(correct, cut)), name  # cut ⇔ scored wrong
+
+
+def test_the_clip_regime_spreads_the_first_token_over_many_wrong_openings():
+    """The upper clip can only matter when the mass a wrong opening loses spreads over many
+    others: with one common wrong opening (the 2026-12-04 regime's ``Answer:``) pushing it
+    down hands its mass to the right token whatever the upper bound. The last warm-start
+    stage's targets must make the right first token rare and no wrong opening common."""
+    from collections import Counter
+
+    import numpy as np
+    from verimath.envs import generate, worked_solution
+    from verimath.trainer.warmstart.supervised import noisy_solutions
+
+    regime = REGIMES["clip-higher"]
+    config = load_config(regime.preset, list(regime.warm_start[-1]))
+    problems = [generate(config.data.family, 7, i, level=config.data.level) for i in range(2000)]
+    targets = noisy_solutions(problems, noise=config.warmstart.noise,
+                              flaws=tuple(config.warmstart.flaws), rng=np.random.default_rng(0))
+    right = np.mean([t[0] == worked_solution(p)[0] for t, p in zip(targets, problems)])
+    wrong = Counter((worked_solution(p)[0], t[0]) for t, p in zip(targets, problems)
+                    if t[0] != worked_solution(p)[0])
+    per_first = Counter(worked_solution(p)[0] for p in problems)
+    largest = max(n / per_first[first] for (first, _), n in wrong.items())
+    assert right < 0.1, right  # rare
+    assert largest < 0.2, largest  # no wrong opening takes much of one problem's mass
+    assert len({w for _, w in wrong}) >= 8  # many wrong openings
