@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default=None, metavar="LIST",
                         help="comma-separated seeds, each sets optim.seed and data.seed "
                              "(default: 0,1,2); with --mechanisms a number N alone means N "
-                             "seeds (0..N-1, or from 100 with --pilot; default 5)")
+                             "seeds (0..N-1, or from 100 with --pilot; default 5); one seed "
+                             "alone: a trailing comma, e.g. 100,")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         metavar="N", help="training processes at once (default: 2, or 1 on "
                                           "one CPU)")
@@ -203,6 +204,16 @@ def mechanism_seeds(text: str | None, *, pilot: bool) -> list[int]:
     return parse_seeds(text)
 
 
+def seed_span(seeds: list[int]) -> str:
+    """``"seed 3"``, ``"seeds 0-4"`` for a run of consecutive seeds, else the list: said
+    before anything runs, since ``--seeds 100`` is a hundred seeds, not seed 100."""
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"seeds {seeds[0]}-{seeds[-1]}"
+    return "seeds " + ",".join(map(str, seeds))
+
+
 def mechanisms_main(args: argparse.Namespace) -> int:
     """``--mechanisms``: list (``--dry-run``) or run the regimes, seed by seed."""
     from verimath.trainer.ablation.regime_runs import describe, run_seed
@@ -219,9 +230,11 @@ def mechanisms_main(args: argparse.Namespace) -> int:
         seeds = mechanism_seeds(args.seeds, pilot=args.pilot)
         output = Path(args.output or "ablations/mechanisms")
         results = Path(args.results) if args.results else DEFAULT_RESULTS
+        _say(f"{len(regimes)} regimes x {len(seeds)} seeds ({seed_span(seeds)}) into "
+             f"{output}, recorded in {results} as "
+             f"{'pilot' if args.pilot else 'confirmatory'} seeds"
+             f"{':' if args.dry_run else ''}")
         if args.dry_run:
-            _say(f"{len(regimes)} regimes x {len(seeds)} seeds into {output}, recorded in "
-                 f"{results} as {'pilot' if args.pilot else 'confirmatory'} seeds:")
             for regime in regimes:
                 for line in describe(regime, seeds, output):
                     _say(line)

@@ -30,6 +30,20 @@ def test_dry_run_lists_the_four_regimes_with_their_arms_and_commands(capsys, tmp
     assert not (tmp_path / "mech").exists()  # a dry run writes nothing
 
 
+def test_the_seeds_a_run_will_take_are_said_first(capsys):
+    """``--pilot --seeds 100`` is a hundred pilot seeds from 100 (a mistake made once: it
+    ran 28 seeds beside a declared run before anyone saw it): the first line says so."""
+    from verimath.trainer.ablation.cli import seed_span
+
+    assert cli_main(["ablate", "--mechanisms", "--dry-run", "--pilot", "--seeds", "100",
+                     "--only", "overlong"]) == 0
+    assert "1 regimes x 100 seeds (seeds 100-199)" in capsys.readouterr().err.splitlines()[0]
+    assert cli_main(["ablate", "--mechanisms", "--dry-run", "--seeds", "100,",
+                     "--only", "overlong"]) == 0
+    assert "(seed 100)" in capsys.readouterr().err.splitlines()[0]
+    assert seed_span([0, 1, 2, 5]) == "seeds 0,1,2,5" and seed_span([3, 4]) == "seeds 3-4"
+
+
 def test_dry_run_of_one_regime_and_a_wrong_name(capsys):
     assert cli_main(["ablate", "--mechanisms", "--dry-run", "--only", "overlong"]) == 0
     err = capsys.readouterr().err
