@@ -82,6 +82,12 @@ def test_worked_solutions_score_correct_and_a_wrong_total_does_not(style):
     assert not score_batch(wrong, golds, style=style, mode="integer").correct.any()
 
 
+def _flawed(item, flaw: str, draw: int):
+    """A generated Chain problem (``item`` = seed, index, level) and its ``flaw`` solution."""
+    problem = generate("Chain", *item)
+    return problem, flawed_solution(problem, flaw, np.random.default_rng(draw))
+
+
 def _lines(text: str) -> tuple[list[tuple[int, str, int, int]], str]:
     """The ``a op b = c`` lines of a solution (parsed) and its last line."""
     rows = []
@@ -96,9 +102,7 @@ def _lines(text: str) -> tuple[list[tuple[int, str, int, int]], str]:
 @settings(max_examples=100, deadline=None)
 @given(item=generator_items, draw=st.integers(0, 2**32 - 1))
 def test_a_slip_is_one_wrong_line_carried_on_to_an_answer_off_by_one(item, draw):
-    seed, index, level = item
-    problem = generate("Chain", seed, index, level)
-    text = flawed_solution(problem, "slip", np.random.default_rng(draw))
+    problem, text = _flawed(item, "slip", draw)
     rows, last = _lines(text)
     wrong = [(a + b if op == "+" else a - b) != c for a, op, b, c in rows]
     assert sum(wrong) == 1  # exactly one line's arithmetic is off
@@ -137,9 +141,7 @@ def _score(texts: list[str], problems) -> np.ndarray:
 @settings(max_examples=50, deadline=None)
 @given(item=generator_items, draw=st.integers(0, 2**32 - 1))
 def test_a_total_line_is_the_right_working_with_an_answer_no_verifier_reads(item, draw):
-    seed, index, level = item
-    problem = generate("Chain", seed, index, level)
-    text = flawed_solution(problem, "total-line", np.random.default_rng(draw))
+    problem, text = _flawed(item, "total-line", draw)
     solution = worked_solution(problem)
     assert text == solution.replace("\nAnswer: ", "\nTotal: ")
     assert text.split("\n")[:-1] == solution.split("\n")[:-1]
@@ -159,9 +161,7 @@ def test_an_estimate_answers_at_once_and_is_right_about_one_time_in_three():
 @settings(max_examples=50, deadline=None)
 @given(item=generator_items, draw=st.integers(0, 2**32 - 1))
 def test_a_loop_repeats_a_right_line_and_answers_its_total_which_is_wrong(item, draw):
-    seed, index, level = item
-    problem = generate("Chain", seed, index, level)
-    text = flawed_solution(problem, "loop", np.random.default_rng(draw))
+    problem, text = _flawed(item, "loop", draw)
     rows, last = _lines(text)
     assert all((a + b if op == "+" else a - b) == c for a, op, b, c in rows)  # right lines
     right = worked_solution(problem).split("\n")[:-1]
@@ -175,9 +175,7 @@ def test_a_loop_repeats_a_right_line_and_answers_its_total_which_is_wrong(item, 
 @settings(max_examples=50, deadline=None)
 @given(item=generator_items, draw=st.integers(0, 2**32 - 1))
 def test_a_misread_works_the_chain_right_from_a_first_term_with_another_leading_digit(item, draw):
-    seed, index, level = item
-    problem = generate("Chain", seed, index, level)
-    text = flawed_solution(problem, "misread", np.random.default_rng(draw))
+    problem, text = _flawed(item, "misread", draw)
     rows, last = _lines(text)
     first, solution = problem.meta["params"]["terms"][0], worked_solution(problem)
     assert str(rows[0][0])[0] != str(first)[0]  # parts at the first token ...
